@@ -1,0 +1,86 @@
+"""Every error Tsumugi raises.
+
+The tree::
+
+    TsumugiError
+    ├── InvalidJobIdError          bad binding name, shard index, local id or job id (J-13..J-19)
+    ├── InvalidTransitionError     a state change the transition table forbids (J-92)
+    ├── TsumugiTimeoutError        an attempt outlived its timeout_ms (J-74)
+    ├── ConfigurationError         define_tsumugi() or a binding config is invalid (J-204)
+    │   └── MissingBindingsError   the wrangler configuration is incomplete (J-205, J-206)
+    ├── EnqueueError               an enqueue input is invalid (J-29); also a ValueError
+    ├── RequiredKeyError           a performer's required key is missing (J-70); also a TypeError
+    └── PerformerSignal            raised by a performer to steer its own retry (J-76)
+        ├── PermanentFailure       fail now, whatever attempts remain
+        └── RetryAfter             retry this failure at a chosen time
+
+Areas add their own subclasses at the end of this file, under a comment naming the area.
+"""
+
+from __future__ import annotations
+
+
+class TsumugiError(Exception):
+    """Root of every error Tsumugi raises."""
+
+
+class InvalidJobIdError(TsumugiError):
+    """A binding name, shard index, local id or job id does not have the required shape."""
+
+
+class InvalidTransitionError(TsumugiError):
+    """A state change that the transition table does not allow."""
+
+    def __init__(self, from_state: str, to_state: str) -> None:
+        super().__init__(f"invalid state transition: {from_state} -> {to_state}")
+        self.from_state = from_state
+        self.to_state = to_state
+
+
+class TsumugiTimeoutError(TsumugiError):
+    """An attempt did not settle within its timeout_ms (the performer keeps running)."""
+
+    def __init__(self, job_id: str, timeout_ms: int) -> None:
+        super().__init__(f"job timed out ({job_id}, {timeout_ms}ms)")
+        self.job_id = job_id
+        self.timeout_ms = timeout_ms
+
+
+class ConfigurationError(TsumugiError):
+    """define_tsumugi() was given an invalid configuration."""
+
+
+class MissingBindingsError(ConfigurationError):
+    """The platform bindings the configuration needs are absent; the message is the report."""
+
+
+class EnqueueError(TsumugiError, ValueError):
+    """An enqueue input is invalid; nothing was enqueued."""
+
+
+class RequiredKeyError(TsumugiError, TypeError):
+    """A performer declared a key as required and the enqueue did not carry it."""
+
+
+class PerformerSignal(TsumugiError):
+    """Base of the exceptions a performer raises to choose what happens after a failure."""
+
+
+class PermanentFailure(PerformerSignal):
+    """Fail the job now, without using the remaining attempts (J-76)."""
+
+
+class RetryAfter(PerformerSignal):
+    """Retry this failure at a chosen time instead of the backoff (J-76).
+
+    Give exactly one of ``delay_ms`` (relative to the report) or ``at`` (epoch ms).
+    """
+
+    def __init__(self, message: str = "", *, delay_ms: int | None = None, at: int | None = None) -> None:
+        if (delay_ms is None) == (at is None):
+            raise ValueError("RetryAfter needs exactly one of delay_ms or at")
+        if delay_ms is not None and delay_ms < 0:
+            raise ValueError("RetryAfter delay_ms must not be negative")
+        super().__init__(message)
+        self.delay_ms = delay_ms
+        self.at = at

@@ -1,0 +1,161 @@
+"""Protocols that runtimes implement and the engine is written against.
+
+One engine runs on both runtimes (STYLE.md): the coordinator, the consumer, the projector and the REST
+API see only these protocols. ``runtimes/local`` implements them with sqlite3 files and asyncio;
+``runtimes/cloudflare`` with Durable Object storage, Queues and D1.
+
+Wire shapes (dicts passed across these ports) keep the original camelCase keys (J-1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
+
+SqlValue = None | int | float | str | bytes
+Row = tuple[SqlValue, ...]
+JsonDict = dict[str, Any]
+
+
+# --------------------------------------------------------------------------- shard-local storage
+class SqlExecutor(Protocol):
+    """Synchronous SQL on the coordinator's own SQLite (CPython sqlite3 or Durable Object SQL).
+
+    Durable Object SQL is synchronous, so every coordinator method that touches storage runs its
+    statements without awaiting in between; that is what makes check-then-insert atomic (J-4).
+    """
+
+    def execute(self, sql: str, params: Sequence[SqlValue] = ()) -> list[Row]:
+        """Run one statement and return all its rows (an empty list for writes)."""
+        ...
+
+    def execute_many(self, sql: str, rows: Iterable[Sequence[SqlValue]]) -> None:
+        """Run one statement once per parameter row."""
+        ...
+
+    def transaction(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` atomically: all of its statements commit together or none do."""
+        ...
+
+
+class AlarmPort(Protocol):
+    """The coordinator's single durable alarm (a Durable Object alarm, or a persisted local timer)."""
+
+    async def get_alarm(self) -> int | None: ...
+
+    async def set_alarm(self, at_ms: int) -> None: ...
+
+    async def delete_alarm(self) -> None: ...
+
+
+# --------------------------------------------------------------------------- queue
+class DispatchQueue(Protocol):
+    """The producer side of TSUMUGI_QUEUE. At most 100 messages per call (J-161)."""
+
+    async def send_batch(self, messages: Sequence[JsonDict]) -> None: ...
+
+
+class QueueMessage(Protocol):
+    """One delivered queue message (the consumer side)."""
+
+    @property
+    def body(self) -> Any: ...
+
+    @property
+    def attempts(self) -> int: ...
+
+    def ack(self) -> None: ...
+
+    def retry(self) -> None: ...
+
+
+# --------------------------------------------------------------------------- read model (D1-shaped)
+class SqlDatabase(Protocol):
+    """An asynchronous SQL database shaped like D1: the read model lives here.
+
+    Rows come back as dicts keyed by column name. ``batch`` runs its statements atomically.
+    """
+
+    async def all(self, sql: str, params: Sequence[SqlValue] = ()) -> list[dict[str, SqlValue]]: ...
+
+    async def run(self, sql: str, params: Sequence[SqlValue] = ()) -> int:
+        """Run a write and return the number of rows it changed."""
+        ...
+
+    async def batch(self, statements: Sequence[tuple[str, Sequence[SqlValue]]]) -> None: ...
+
+
+class ReadModelWriter(Protocol):
+    """Where a coordinator projects its outbox (J-192)."""
+
+    async def upsert_jobs(self, snapshots: Sequence[JsonDict]) -> None:
+        """Upsert job snapshots (D1 ``job`` columns, J-193), guarded by ``seq``."""
+        ...
+
+
+# --------------------------------------------------------------------------- shard RPC
+class ShardRpc(Protocol):
+    """What a job shard answers (the TsumugiJobShard Durable Object's RPC surface, J-22).
+
+    Every argument and result is plain JSON-shaped data with the original camelCase keys, so the same
+    calls cross a Durable Object RPC boundary unchanged.
+    """
+
+    async def enqueue_many(
+        self, inputs: Sequence[JsonDict], settings: JsonDict | None = None
+    ) -> list[str]: ...
+
+    async def report(self, job_id: str, outcome: JsonDict) -> None:
+        """``outcome``: ``{ok: true, result, spawns?, attempt?}`` or ``{ok: false, error?, retry?, attempt?}``."""
+        ...
+
+    async def heartbeat(
+        self, job_id: str, progress: Any = None, attempt: int | None = None
+    ) -> JsonDict:
+        """Returns ``{ok: bool, cancelRequested: bool}`` (J-66, J-69a)."""
+        ...
+
+    async def claim(self, job_id: str) -> bool: ...
+
+    async def expire(self, job_id: str) -> bool: ...
+
+    async def retry(self, job_id: str) -> JsonDict: ...
+
+    async def cancel(self, job_id: str) -> JsonDict: ...
+
+    async def reschedule(
+        self,
+        job_id: str,
+        run_at: int | None = None,
+        delay_ms: int | None = None,
+        priority: float | None = None,
+    ) -> JsonDict: ...
+
+    async def mutate_many(self, action: str, job_ids: Sequence[str]) -> JsonDict: ...
+
+    async def configure(self, settings: JsonDict) -> JsonDict: ...
+
+    async def update_policy(self, patch: JsonDict) -> JsonDict: ...
+
+    async def reset_policy(self, settings: JsonDict | None = None) -> JsonDict: ...
+
+    async def diagnostics(self) -> JsonDict: ...
+
+    async def state_of(self, job_id: str) -> str | None: ...
+
+
+class ShardNamespace(Protocol):
+    """``env.JOB_SHARD``: finds the shard with a given Durable Object name (``<binding>#<n>``, J-17)."""
+
+    def get(self, name: str) -> ShardRpc: ...
+
+
+class PerformerResolver(Protocol):
+    """Finds the object that performs a binding's jobs: a local export or a service binding (J-61)."""
+
+    def resolve(self, binding: str, env: Any) -> Any | None: ...
+
+
+Snapshot = Mapping[str, Any]
