@@ -108,12 +108,13 @@ class ShardRpc(Protocol):
     ) -> list[str]: ...
 
     async def report(self, job_id: str, outcome: JsonDict) -> None:
-        """``outcome``: ``{ok: true, result, spawns?, attempt?}`` or ``{ok: false, error?, retry?, attempt?}``."""
+        """Record an attempt's outcome (J-119).
+
+        ``outcome`` is ``{ok: true, result, spawns?, attempt?}`` or ``{ok: false, error?, retry?, attempt?}``.
+        """
         ...
 
-    async def heartbeat(
-        self, job_id: str, progress: Any = None, attempt: int | None = None
-    ) -> JsonDict:
+    async def heartbeat(self, job_id: str, progress: Any = None, attempt: int | None = None) -> JsonDict:
         """Returns ``{ok: bool, cancelRequested: bool}`` (J-66, J-69a)."""
         ...
 
@@ -150,6 +151,20 @@ class ShardNamespace(Protocol):
     """``env.JOB_SHARD``: finds the shard with a given Durable Object name (``<binding>#<n>``, J-17)."""
 
     def get(self, name: str) -> ShardRpc: ...
+
+
+class RunRpc(Protocol):
+    """What a run coordinator answers (the TsumugiRun Durable Object, F-28). Flows fill in the rest."""
+
+    async def notify(self, events: Sequence[JsonDict]) -> None:
+        """Terminal job events ``{nodeId, jobId, state, result, error, spawns?}`` (F-45)."""
+        ...
+
+
+class RunNamespace(Protocol):
+    """``env.RUN``: finds the run coordinator for a run id."""
+
+    def get(self, run_id: str) -> RunRpc: ...
 
 
 class PerformerResolver(Protocol):

@@ -1,0 +1,83 @@
+"""The seven job states and the transition table (J-90, J-92; ADR-0007's state machine as data).
+
+```
+            enqueue
+               |
+               v
+   +------> SCHEDULED ---cancel/expire---> CANCELLED
+   |           |                              ^
+   |        dispatch                          | cancel request confirmed
+   |           v                              |
+   |        QUEUED ---claim---> RUNNING ------+
+   |         |  \\                 |
+   |  retry/reap \\---------------+---> COMPLETED
+   |         |                    +---> FAILED  --manual retry--> SCHEDULED
+   +---------+                    +---> STALLED --manual retry--> SCHEDULED
+```
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final
+
+from tsumugi.errors import InvalidTransitionError
+
+
+class JobState(StrEnum):
+    SCHEDULED = "SCHEDULED"
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    STALLED = "STALLED"
+
+
+ACTIVE_STATES: Final = frozenset({JobState.SCHEDULED, JobState.QUEUED, JobState.RUNNING})
+TERMINAL_STATES: Final = frozenset(
+    {JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.STALLED}
+)
+IN_FLIGHT_STATES: Final = frozenset({JobState.QUEUED, JobState.RUNNING})
+RETRYABLE_STATES: Final = frozenset({JobState.FAILED, JobState.STALLED})
+
+# J-92 table, with the newer release's QUEUED/RUNNING -> CANCELLED (J-135, J-41).
+TRANSITIONS: Final[dict[JobState, frozenset[JobState]]] = {
+    JobState.SCHEDULED: frozenset({JobState.QUEUED, JobState.CANCELLED}),
+    JobState.QUEUED: frozenset(
+        {
+            JobState.RUNNING,
+            JobState.COMPLETED,
+            JobState.FAILED,
+            JobState.SCHEDULED,
+            JobState.STALLED,
+            JobState.CANCELLED,
+        }
+    ),
+    JobState.RUNNING: frozenset(
+        {JobState.COMPLETED, JobState.FAILED, JobState.SCHEDULED, JobState.STALLED, JobState.CANCELLED}
+    ),
+    JobState.FAILED: frozenset({JobState.SCHEDULED}),
+    JobState.STALLED: frozenset({JobState.SCHEDULED}),
+    JobState.COMPLETED: frozenset(),
+    JobState.CANCELLED: frozenset(),
+}
+
+
+def can_transition(from_state: str, to_state: str) -> bool:
+    """True when the table allows ``from_state -> to_state``."""
+    try:
+        return JobState(to_state) in TRANSITIONS[JobState(from_state)]
+    except ValueError:
+        return False
+
+
+def assert_transition(from_state: str, to_state: str) -> None:
+    """Raise InvalidTransitionError unless the table allows the change."""
+    if not can_transition(from_state, to_state):
+        raise InvalidTransitionError(from_state, to_state)
+
+
+def sources_of(to_state: JobState) -> frozenset[JobState]:
+    """Every state that may move to ``to_state`` (the ``WHERE state IN (...)`` of J-92)."""
+    return frozenset(src for src, targets in TRANSITIONS.items() if to_state in targets)
