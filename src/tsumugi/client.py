@@ -1,1 +1,263 @@
-"""create_client(): enqueue from another Worker through the JOB_SHARD binding alone (J-200)."""
+"""create_client(): enqueue from another Worker through the JOB_SHARD binding alone (J-200).
+
+``JobClient`` is the one enqueue path (J-22): the typed paths of ``define_tsumugi`` wrap it with
+their extra checks, ``create_client`` uses it with the bindings it is given, and the package-level
+``enqueue``/``enqueue_many``/``shard_for`` use it untyped (shard 0, no settings, §5.1).
+This module never imports the shard implementation (J-200, import-linter).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from tsumugi.core.config import BindingConfig, Policy, binding_config_from
+from tsumugi.core.config_checks import from_mapping
+from tsumugi.core.ids import resolve_shard, shard_name, validate_binding
+from tsumugi.core.options import (
+    OnEnqueue,
+    apply_defaults,
+    check_required_keys,
+    input_from,
+    to_wire_input,
+)
+from tsumugi.errors import ConfigurationError, EnqueueError, InvalidConfigError
+from tsumugi.ports import JsonDict, ShardNamespace, ShardRpc
+
+__all__ = ["JobClient", "ShardHandle", "create_client", "enqueue", "enqueue_many", "env_binding", "shard_for"]
+
+SHARD_NAMESPACE: Final = "JOB_SHARD"  # the Durable Object binding every enqueue path needs (J-200)
+_SETTINGS_FIELDS: Final = ("policy", "sweep_after_ms", "failed_retention_ms")
+
+
+def env_binding(env: Any, name: str) -> Any:
+    """``env[name]`` for a mapping, else ``env.<name>``; None when absent (J-205 treats None as absent)."""
+    if isinstance(env, Mapping):
+        return env.get(name)
+    return getattr(env, name, None)
+
+
+def _namespace(env: Any) -> ShardNamespace:
+    namespace = env_binding(env, SHARD_NAMESPACE)
+    if namespace is None:
+        raise ConfigurationError(f"{SHARD_NAMESPACE} is not configured: the environment has no such binding")
+    return namespace  # type: ignore[no-any-return]
+
+
+class ShardHandle:
+    """A shard stub whose ``configure`` also takes config objects and snake_case fields (J-175)."""
+
+    __slots__ = ("_extra", "stub")
+
+    def __init__(self, stub: ShardRpc, extra_settings: JsonDict) -> None:
+        self.stub = stub
+        self._extra = extra_settings
+
+    async def configure(
+        self,
+        settings: Mapping[str, Any] | None = None,
+        *,
+        policy: Policy | Mapping[str, Any] | None = None,
+        sweep_after_ms: int | None = None,
+        failed_retention_ms: int | None = None,
+    ) -> JsonDict:
+        """Replace and pin this shard's settings; omitted fields revert to defaults (J-51, J-175)."""
+        fields = from_mapping(
+            "configure", settings or {}, ("policy", "sweep_after_ms", "failed_retention_ms")
+        )
+        given = {
+            "policy": policy,
+            "sweep_after_ms": sweep_after_ms,
+            "failed_retention_ms": failed_retention_ms,
+        }
+        fields.update({name: value for name, value in given.items() if value is not None})
+        config = binding_config_from(fields)
+        if config.policy is not None and config.policy.has_override_functions:
+            raise InvalidConfigError(
+                "configure takes per-key overrides as mappings, not functions (ADR-0056)"
+            )
+        # ADR-0059: pinned settings replace the enqueue-carried ones, so they keep the notice targets.
+        return await self.stub.configure({**config.settings_wire(), **self._extra})
+
+    async def enqueue_many(self, inputs: Sequence[JsonDict], settings: JsonDict | None = None) -> list[str]:
+        return await self.stub.enqueue_many(inputs, settings)
+
+    async def report(self, job_id: str, outcome: JsonDict) -> None:
+        await self.stub.report(job_id, outcome)
+
+    async def heartbeat(self, job_id: str, progress: Any = None, attempt: int | None = None) -> JsonDict:
+        return await self.stub.heartbeat(job_id, progress, attempt)
+
+    async def claim(self, job_id: str) -> bool:
+        return await self.stub.claim(job_id)
+
+    async def expire(self, job_id: str) -> bool:
+        return await self.stub.expire(job_id)
+
+    async def retry(self, job_id: str) -> JsonDict:
+        return await self.stub.retry(job_id)
+
+    async def cancel(self, job_id: str) -> JsonDict:
+        return await self.stub.cancel(job_id)
+
+    async def reschedule(
+        self,
+        job_id: str,
+        run_at: int | None = None,
+        delay_ms: int | None = None,
+        priority: float | None = None,
+    ) -> JsonDict:
+        return await self.stub.reschedule(job_id, run_at, delay_ms, priority)
+
+    async def mutate_many(self, action: str, job_ids: Sequence[str]) -> JsonDict:
+        return await self.stub.mutate_many(action, job_ids)
+
+    async def update_policy(self, patch: JsonDict) -> JsonDict:
+        return await self.stub.update_policy(patch)
+
+    async def reset_policy(self, settings: JsonDict | None = None) -> JsonDict:
+        return await self.stub.reset_policy(settings)
+
+    async def diagnostics(self) -> JsonDict:
+        return await self.stub.diagnostics()
+
+    async def state_of(self, job_id: str) -> str | None:
+        return await self.stub.state_of(job_id)
+
+
+class _Route:
+    """Static per-binding routing and settings, computed once (no per-enqueue config validation)."""
+
+    __slots__ = ("config", "dynamic", "settings")
+
+    def __init__(self, config: BindingConfig, extra: JsonDict) -> None:
+        self.config = config
+        policy = config.policy
+        self.dynamic = policy is not None and policy.has_override_functions
+        settings = {**config.settings_wire(), **extra}
+        self.settings: JsonDict | None = settings or None
+
+    def settings_for(self, inputs: Sequence[JsonDict]) -> JsonDict | None:
+        if not self.dynamic:
+            return self.settings
+        keys = dict.fromkeys(i["concurrencyKey"] for i in inputs if i.get("concurrencyKey") is not None)
+        # ADR-0056: function overrides are evaluated for the keys this RPC carries.
+        return {**(self.settings or {}), **self.config.settings_wire(keys)}
+
+
+class JobClient:
+    """Enqueues jobs and finds shards; the shared engine of every enqueue path (J-22, J-39)."""
+
+    def __init__(
+        self,
+        bindings: Mapping[str, BindingConfig | Mapping[str, Any]] | None = None,
+        on_enqueue: OnEnqueue | None = None,
+        *,
+        routed: bool = True,
+        extra_settings: JsonDict | None = None,
+        required_keys: Mapping[str, frozenset[str]] | None = None,
+        known_bindings: Iterable[str] | None = None,
+        preflight: Callable[[Any], None] | None = None,
+    ) -> None:
+        self._routed = routed
+        self._on_enqueue = on_enqueue
+        self._extra = dict(extra_settings or {})
+        self._routes: dict[str, _Route] = {}
+        for binding, config in (bindings or {}).items():
+            validate_binding(binding)
+            self._routes[binding] = _Route(binding_config_from(config), self._extra)
+        self._default_route = _Route(BindingConfig(), self._extra)
+        self._required = dict(required_keys or {})
+        self._known = frozenset(known_bindings) if known_bindings is not None else None
+        self._preflight = preflight
+
+    def binding_config(self, binding: str) -> BindingConfig:
+        route = self._routes.get(binding)
+        return route.config if route else self._default_route.config
+
+    async def enqueue(self, env: Any, input: Mapping[str, Any] | None = None, /, **options: Any) -> str:
+        """Enqueue one job; ``input`` and keyword options merge (keywords win). Returns its id."""
+        item = {**input, **options} if input is not None else options
+        return (await self.enqueue_many(env, [item]))[0]
+
+    async def enqueue_many(self, env: Any, inputs: Sequence[Mapping[str, Any]]) -> list[str]:
+        """Enqueue many jobs, one RPC per destination shard, concurrently; ids in input order (J-39)."""
+        if self._preflight is not None:
+            self._preflight(env)  # J-24: the typed paths check the environment first
+        groups: dict[str, tuple[_Route, list[int], list[JsonDict]]] = {}
+        for index, raw in enumerate(inputs):
+            route, name, wire = self._prepare(raw)
+            group = groups.get(name)
+            if group is None:
+                groups[name] = (route, [index], [wire])
+            else:
+                group[1].append(index)
+                group[2].append(wire)
+        if not groups:
+            return []
+        namespace = _namespace(env)
+        ids: list[str] = [""] * len(inputs)
+
+        async def send(name: str, route: _Route, positions: list[int], wires: list[JsonDict]) -> None:
+            returned = await namespace.get(name).enqueue_many(wires, route.settings_for(wires))
+            for position, job_id in zip(positions, returned, strict=True):
+                ids[position] = job_id
+
+        if len(groups) == 1:
+            name, (route, positions, wires) = next(iter(groups.items()))
+            await send(name, route, positions, wires)
+        else:
+            await asyncio.gather(*(send(n, r, p, w) for n, (r, p, w) in groups.items()))
+        return ids
+
+    def _prepare(self, raw: Mapping[str, Any]) -> tuple[_Route, str, JsonDict]:
+        options = apply_defaults(input_from(raw), self._on_enqueue)
+        binding = options.get("binding")
+        if not isinstance(binding, str):
+            raise EnqueueError("binding is required")
+        validate_binding(binding)  # J-25: before any RPC
+        if self._known is not None and binding not in self._known:
+            raise EnqueueError(f"unknown binding: {binding}")  # ADR-0058
+        required = self._required.get(binding)
+        if required:
+            check_required_keys(binding, options, required)  # J-70
+        wire = to_wire_input(options)
+        partition_key = wire.pop("partitionKey", None)  # routing only, never stored (§5.2)
+        route = self._routes.get(binding, self._default_route)
+        if not self._routed:
+            return route, shard_name(binding, 0), wire
+        shard = resolve_shard(binding, route.config.shards, partition_key)
+        return route, shard_name(binding, shard), wire
+
+    def shard_for(self, env: Any, binding: str, partition_key: str | None = None) -> ShardHandle:
+        """The shard a job of ``binding`` with ``partition_key`` goes to (J-203a); no startup check."""
+        route = self._routes.get(binding, self._default_route)
+        index = resolve_shard(validate_binding(binding), route.config.shards, partition_key)
+        return ShardHandle(_namespace(env).get(shard_name(binding, index)), self._extra)
+
+
+def create_client(
+    bindings: Mapping[str, BindingConfig | Mapping[str, Any]] | None = None,
+    on_enqueue: OnEnqueue | None = None,
+) -> JobClient:
+    """A client that needs only ``JOB_SHARD``; ``bindings`` must mirror the main Worker's (J-200, J-201)."""
+    return JobClient(bindings, on_enqueue)
+
+
+_UNTYPED: Final = JobClient(routed=False)
+
+
+async def enqueue(env: Any, input: Mapping[str, Any]) -> str:
+    """Untyped enqueue: shard 0, ``partition_key`` ignored, no settings pushed (§5.1)."""
+    return await _UNTYPED.enqueue(env, input)
+
+
+async def enqueue_many(env: Any, inputs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Untyped ``enqueue_many``: every job to shard 0 of its binding, no settings (§5.1)."""
+    return await _UNTYPED.enqueue_many(env, inputs)
+
+
+def shard_for(env: Any, binding: str, shard: int = 0) -> ShardRpc:
+    """The shard with index ``shard`` of ``binding`` (J-203a: an index, not a partition key)."""
+    return ShardHandle(_namespace(env).get(shard_name(binding, shard)), {})

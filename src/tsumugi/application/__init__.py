@@ -1,0 +1,6 @@
+"""define_tsumugi(): config objects, typed enqueue paths, queue/scheduled handlers (§10.1)."""
+
+from tsumugi.application.definition import TsumugiDefinition
+from tsumugi.application.tsumugi import BoundJobs, Tsumugi, define_tsumugi
+
+__all__ = ["BoundJobs", "Tsumugi", "TsumugiDefinition", "define_tsumugi"]

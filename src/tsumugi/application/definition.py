@@ -1,0 +1,173 @@
+"""The validated ``define_tsumugi`` configuration (§10.1, J-204, J-180a); checked once, at definition."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from tsumugi.core.config import (
+    BindingConfig,
+    OnSettled,
+    RunSettings,
+    SweepOptions,
+    binding_config_from,
+)
+from tsumugi.core.config_checks import from_mapping
+from tsumugi.core.ids import validate_binding
+from tsumugi.core.options import OnEnqueue
+from tsumugi.errors import ConfigurationError, InvalidJobIdError
+from tsumugi.ports import JsonDict
+
+__all__ = ["CONFIG_KEYS", "TsumugiDefinition", "parse_definition"]
+
+CONFIG_KEYS: Final = (
+    "performers",
+    "bindings",
+    "flows",
+    "schedules",
+    "runs",
+    "auth",
+    "ui",
+    "retention",
+    "metrics",
+    "on_failure",
+    "on_settled",
+    "on_enqueue",
+)
+_REQUIRABLE_KEYS: Final = frozenset({"concurrency_key", "unique_key"})  # J-70
+
+
+@dataclass(frozen=True)
+class TsumugiDefinition:
+    """Everything ``define_tsumugi`` was given, validated and converted to config values."""
+
+    performers: Mapping[str, Any]
+    bindings: Mapping[str, BindingConfig] = field(default_factory=dict)
+    flows: Any = None
+    schedules: Any = None
+    runs: RunSettings = field(default_factory=RunSettings)
+    auth: Any = None
+    ui: Any = True
+    retention: SweepOptions = field(default_factory=SweepOptions)
+    metrics: Callable[[Any], Any] | None = None
+    on_failure: str | None = None
+    on_settled: OnSettled | None = None
+    on_enqueue: OnEnqueue | None = None
+
+    @property
+    def remote_bindings(self) -> tuple[str, ...]:
+        """Bindings served by another Worker (a ``remote()`` marker, J-62)."""
+        return tuple(name for name, entry in self.performers.items() if not isinstance(entry, type))
+
+    @property
+    def required_keys(self) -> dict[str, frozenset[str]]:
+        """Per binding, the keys its performer class declares in ``requires`` (J-70)."""
+        found: dict[str, frozenset[str]] = {}
+        for name, entry in self.performers.items():
+            cls = entry if isinstance(entry, type) else getattr(entry, "performer", None)
+            required = frozenset(getattr(cls, "requires", frozenset()) or ())
+            if required:
+                found[name] = required
+        return found
+
+    @property
+    def notice_settings(self) -> JsonDict:
+        """The notice targets every enqueue carries to every shard (J-50, J-180)."""
+        settings: JsonDict = {}
+        if self.on_failure is not None:
+            settings["onFailure"] = self.on_failure
+        if self.on_settled is not None:
+            settings["onSettled"] = self.on_settled.to_wire()
+        return settings
+
+
+def parse_definition(config: Mapping[str, Any]) -> TsumugiDefinition:
+    """Validate a ``define_tsumugi`` configuration; raise ``ConfigurationError`` naming the problem."""
+    unknown = sorted(set(config) - set(CONFIG_KEYS))
+    if unknown:
+        raise ConfigurationError(f"define_tsumugi: unknown option {unknown[0]!r}")
+    performers = _performers(config.get("performers"))
+    bindings = _bindings(config.get("bindings"), performers)
+    on_failure = config.get("on_failure")
+    if on_failure is not None:
+        _registered("on_failure", on_failure, performers)
+    on_settled = _on_settled(config.get("on_settled"), performers)
+    on_enqueue = config.get("on_enqueue")
+    if on_enqueue is not None and not callable(on_enqueue):
+        raise ConfigurationError("on_enqueue must be a function of the enqueue input")
+    metrics = config.get("metrics")
+    if metrics is not None and not callable(metrics):
+        raise ConfigurationError("metrics must be a function of env")
+    return TsumugiDefinition(
+        performers=performers,
+        bindings=bindings,
+        flows=config.get("flows"),
+        schedules=config.get("schedules"),
+        runs=_value(RunSettings, "runs", config.get("runs")),
+        auth=config.get("auth"),
+        ui=config.get("ui", True),
+        retention=_value(SweepOptions, "retention", config.get("retention")),
+        metrics=metrics,
+        on_failure=on_failure,
+        on_settled=on_settled,
+        on_enqueue=on_enqueue,
+    )
+
+
+def _performers(value: Any) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigurationError("performers is required: a mapping of binding name to performer class")
+    performers: dict[str, Any] = {}
+    for name, entry in value.items():
+        try:
+            validate_binding(name)
+        except InvalidJobIdError as error:
+            raise ConfigurationError(f"performers: {error}") from None
+        if isinstance(entry, type) and not callable(getattr(entry, "perform", None)):
+            raise ConfigurationError(f"performers: {name} has no perform method")
+        required = frozenset(getattr(entry, "requires", frozenset()) or ())
+        if not required <= _REQUIRABLE_KEYS:
+            raise ConfigurationError(
+                f"performers: {name}.requires may name only concurrency_key and unique_key"
+            )
+        performers[name] = entry
+    return performers
+
+
+def _bindings(value: Any, performers: Mapping[str, Any]) -> dict[str, BindingConfig]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigurationError("bindings must be a mapping of binding name to BindingConfig")
+    bindings: dict[str, BindingConfig] = {}
+    for name, config in value.items():
+        _registered("bindings", name, performers)
+        bindings[name] = binding_config_from(config)
+    return bindings
+
+
+def _on_settled(value: Any, performers: Mapping[str, Any]) -> OnSettled | None:
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        value = OnSettled(**from_mapping("on_settled", value, ("binding", "states")))
+    if not isinstance(value, OnSettled):
+        raise ConfigurationError("on_settled must be OnSettled(binding, states) or a mapping")
+    _registered("on_settled", value.binding, performers)
+    return value
+
+
+def _registered(option: str, binding: Any, performers: Mapping[str, Any]) -> None:
+    if binding not in performers:
+        raise ConfigurationError(f"{option}: unknown binding: {binding}")
+
+
+def _value(kind: type[Any], option: str, value: Any) -> Any:
+    if value is None:
+        return kind()
+    if isinstance(value, kind):
+        return value
+    if isinstance(value, Mapping):
+        return kind(**from_mapping(option, value, kind.__dataclass_fields__))
+    raise ConfigurationError(f"{option} must be {kind.__name__} or a mapping")

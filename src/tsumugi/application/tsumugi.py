@@ -1,0 +1,216 @@
+"""``define_tsumugi()``: the typed enqueue paths and the ``queue``/``scheduled`` handlers (§10.1)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final
+
+from tsumugi.application.definition import TsumugiDefinition, parse_definition
+from tsumugi.application.environment_check import configuration_report, missing_bindings
+from tsumugi.client import JobClient, ShardHandle, env_binding
+from tsumugi.clock import Clock, SystemClock
+from tsumugi.core.config import BindingConfig, OnSettled, RunSettings, SweepOptions
+from tsumugi.core.options import OnEnqueue
+from tsumugi.errors import MissingBindingsError
+from tsumugi.execution import PerformersResolver, handle_batch
+from tsumugi.ports import JsonDict, PerformerResolver, QueueMessage, SqlDatabase
+from tsumugi.projection import read_model_sweep
+
+__all__ = ["BoundJobs", "ReadModelSweeper", "Tsumugi", "define_tsumugi"]
+
+_log: Final = logging.getLogger("tsumugi")
+
+ReadModelSweeper = Callable[[SqlDatabase, int, SweepOptions], Awaitable[int]]
+ResolverFactory = Callable[[Any], PerformerResolver]
+
+
+async def sweep_read_model(db: SqlDatabase, now_ms: int, retention: SweepOptions) -> int:
+    """The ``scheduled`` call point into the projection's D1 sweep (J-172, J-207)."""
+    options = read_model_sweep.SweepOptions(older_than_ms=retention.older_than_ms, limit=retention.limit)
+    return await read_model_sweep.sweep_read_model(db, now_ms, options)
+
+
+class BoundJobs:
+    """``tsumugi.jobs(env)``: the positional enqueue form (§2)."""
+
+    __slots__ = ("_env", "_tsumugi")
+
+    def __init__(self, tsumugi: Tsumugi, env: Any) -> None:
+        self._tsumugi = tsumugi
+        self._env = env
+
+    async def enqueue(self, binding: str, payload: Any, **options: Any) -> str:
+        return await self._tsumugi.enqueue(self._env, binding=binding, payload=payload, **options)
+
+    async def enqueue_many(self, inputs: Sequence[Mapping[str, Any]]) -> list[str]:
+        return await self._tsumugi.enqueue_many(self._env, inputs)
+
+
+class Tsumugi:
+    """What ``define_tsumugi`` returns: typed enqueue, shard lookup, consumer and cron handlers."""
+
+    def __init__(
+        self,
+        definition: TsumugiDefinition,
+        *,
+        clock: Clock | None = None,
+        resolver_factory: ResolverFactory | None = None,
+        read_model_sweeper: ReadModelSweeper = sweep_read_model,
+    ) -> None:
+        self.definition = definition
+        self.clock: Clock = clock or SystemClock()
+        self.resolver_factory: ResolverFactory = resolver_factory or self._local_resolver
+        self.read_model_sweeper = read_model_sweeper
+        self._environment_ok = False
+        notices = definition.notice_settings
+        common: dict[str, Any] = {"extra_settings": notices}
+        self._typed = JobClient(
+            definition.bindings,
+            definition.on_enqueue,
+            required_keys=definition.required_keys,
+            known_bindings=definition.performers,
+            preflight=self.check_environment,
+            **common,
+        )
+        # REST uses the same routing, settings and defaults, minus the typed checks (§5.1, A-19).
+        self._rest = JobClient(definition.bindings, definition.on_enqueue, **common)
+
+    # ------------------------------------------------------------------ configuration the REST layer reads
+    @property
+    def binding_names(self) -> tuple[str, ...]:
+        """Registered bindings, in registration order."""
+        return tuple(self.definition.performers)
+
+    @property
+    def binding_configs(self) -> Mapping[str, BindingConfig]:
+        return self.definition.bindings
+
+    @property
+    def performers(self) -> Mapping[str, Any]:
+        return self.definition.performers
+
+    @property
+    def flows(self) -> Any:
+        return self.definition.flows
+
+    @property
+    def schedules(self) -> Any:
+        return self.definition.schedules
+
+    @property
+    def runs(self) -> RunSettings:
+        return self.definition.runs
+
+    @property
+    def auth(self) -> Any:
+        return self.definition.auth
+
+    @property
+    def ui(self) -> Any:
+        return self.definition.ui
+
+    @property
+    def retention(self) -> SweepOptions:
+        return self.definition.retention
+
+    @property
+    def metrics(self) -> Callable[[Any], Any] | None:
+        return self.definition.metrics
+
+    @property
+    def on_failure(self) -> str | None:
+        return self.definition.on_failure
+
+    @property
+    def on_settled(self) -> OnSettled | None:
+        return self.definition.on_settled
+
+    @property
+    def on_enqueue(self) -> OnEnqueue | None:
+        return self.definition.on_enqueue
+
+    def binding_config(self, binding: str) -> BindingConfig:
+        """The binding's config, or the defaults when none was given."""
+        return self._typed.binding_config(binding)
+
+    def static_settings(self, binding: str) -> JsonDict:
+        """The settings enqueues carry to ``binding``'s shards (J-50): what a policy reset returns to."""
+        return {**self.binding_config(binding).settings_wire(), **self.definition.notice_settings}
+
+    # ------------------------------------------------------------------ startup validation (J-24, J-205)
+    def missing_bindings(self, env: Any) -> list[JsonDict]:
+        """The J-205 problems as ``{kind, name, className?, reason}``; empty when the env is complete."""
+        return missing_bindings(
+            env,
+            flows=bool(self.definition.flows),
+            schedules=bool(self.definition.schedules),
+            remote_bindings=self.definition.remote_bindings,
+        )
+
+    @staticmethod
+    def configuration_report(missing: Sequence[JsonDict]) -> str:
+        """The J-206 report text for ``missing``."""
+        return configuration_report(missing)
+
+    def environment_report(self, env: Any) -> tuple[str, list[JsonDict]] | None:
+        """``(report, missing)`` when bindings are missing, else None; success is cached (J-24, A-75)."""
+        if self._environment_ok:
+            return None
+        missing = self.missing_bindings(env)
+        if missing:
+            return configuration_report(missing), missing
+        self._environment_ok = True
+        return None
+
+    def check_environment(self, env: Any) -> None:
+        """Raise ``MissingBindingsError`` with the report; success is cached, failure is not (J-24)."""
+        problems = self.environment_report(env)
+        if problems is not None:
+            raise MissingBindingsError(problems[0])
+
+    # ------------------------------------------------------------------ enqueue (§5)
+    async def enqueue(self, env: Any, input: Mapping[str, Any] | None = None, /, **options: Any) -> str:
+        """Enqueue one job: ``enqueue(env, binding=..., payload=..., **options)``; returns its id."""
+        return await self._typed.enqueue(env, input, **options)
+
+    async def enqueue_many(self, env: Any, inputs: Sequence[Mapping[str, Any]]) -> list[str]:
+        """Enqueue many jobs, grouped per shard, concurrently; ids in input order (J-39)."""
+        return await self._typed.enqueue_many(env, inputs)
+
+    def jobs(self, env: Any) -> BoundJobs:
+        return BoundJobs(self, env)
+
+    def shard_for(self, env: Any, binding: str, partition_key: str | None = None) -> ShardHandle:
+        """The shard ``binding``'s jobs with ``partition_key`` live in (J-203a); no startup check."""
+        return self._typed.shard_for(env, binding, partition_key)
+
+    async def rest_enqueue(self, env: Any, wire_input: Mapping[str, Any]) -> str:
+        """``POST /api/jobs``: the same client as ``enqueue`` without required-key checks (§5.1)."""
+        return await self._rest.enqueue(env, wire_input)
+
+    # ------------------------------------------------------------------ handlers (J-207)
+    async def queue(self, batch: Any, env: Any, ctx: Any = None) -> None:
+        """The Queue consumer: ``batch`` is a message batch (``.messages``) or a list of messages."""
+        messages: Sequence[QueueMessage] = getattr(batch, "messages", batch)
+        await handle_batch(messages, env, resolver=self.resolver_factory(ctx), clock=self.clock)
+
+    async def scheduled(self, controller: Any, env: Any, ctx: Any = None) -> int:
+        """The cron handler: sweep the read model (J-172); returns the number of rows swept."""
+        db = env_binding(env, "TSUMUGI_DB")
+        if db is None:
+            _log.error("tsumugi: cannot sweep the read model, TSUMUGI_DB is not configured")
+            return 0
+        return await self.read_model_sweeper(db, self.clock.now(), self.definition.retention)
+
+    def _local_resolver(self, ctx: Any) -> PerformerResolver:
+        return PerformersResolver(self.definition.performers, ctx)
+
+
+def define_tsumugi(config: Mapping[str, Any] | None = None, /, **options: Any) -> Tsumugi:
+    """Validate the configuration eagerly (J-204) and return the ``Tsumugi`` object.
+
+    Takes keyword options (``performers=..., bindings=...``) or a single dict of them.
+    """
+    merged = {**(config or {}), **options}
+    return Tsumugi(parse_definition(merged))

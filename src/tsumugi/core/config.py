@@ -1,0 +1,222 @@
+"""User-facing configuration values and their camelCase wire forms (spec §10, J-50, J-100, J-147).
+
+Each value validates itself when built (``InvalidConfigError``, a ``ValueError``) and converts to the
+dict the shard stores, so static configuration is checked once, at ``define_tsumugi`` time.
+Per-key overrides (ADR-0056) travel as mappings named ``perKeyConcurrencyOverrides`` and
+``perKeyRateOverrides``; a function form is resolved client-side for the keys being enqueued.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from tsumugi.core.config_checks import (
+    check_bool,
+    check_count,
+    check_duration,
+    check_positive_number,
+    from_mapping,
+)
+from tsumugi.core.config_policy import Policy, Rate, policy_from, rate_from
+from tsumugi.core.states import TERMINAL_STATES
+from tsumugi.errors import InvalidConfigError
+
+__all__ = [
+    "DEFAULT_FAILED_RETENTION_MS",
+    "DEFAULT_SWEEP_AFTER_MS",
+    "BindingConfig",
+    "ExponentialBackoff",
+    "FixedBackoff",
+    "OnSettled",
+    "Policy",
+    "Rate",
+    "RunSettings",
+    "SweepOptions",
+    "backoff_from",
+    "binding_config_from",
+    "policy_from",
+    "rate_from",
+]
+
+DEFAULT_SWEEP_AFTER_MS: Final = 300_000  # 5 min: shard retention of COMPLETED/CANCELLED (J-170)
+DEFAULT_FAILED_RETENTION_MS: Final = 604_800_000  # 7 d: the manual-retry window (J-171)
+
+
+@dataclass(frozen=True, slots=True)
+class FixedBackoff:
+    """Retry after the same delay every time (J-100)."""
+
+    delay_ms: int
+    jitter: bool = False
+
+    def __post_init__(self) -> None:
+        check_duration("backoff.delay_ms", self.delay_ms)
+        check_bool("backoff.jitter", self.jitter)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"kind": "fixed", "delayMs": self.delay_ms, "jitter": self.jitter}
+
+
+@dataclass(frozen=True, slots=True)
+class ExponentialBackoff:
+    """``min(base_ms * factor ** (attempts - 1), max_ms)``, with equal jitter by default (J-100, J-101)."""
+
+    base_ms: int = 1_000
+    factor: float = 2
+    max_ms: int = 3_600_000
+    jitter: bool = True
+
+    def __post_init__(self) -> None:
+        check_duration("backoff.base_ms", self.base_ms)
+        check_positive_number("backoff.factor", self.factor)
+        check_duration("backoff.max_ms", self.max_ms)
+        check_bool("backoff.jitter", self.jitter)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "kind": "exponential",
+            "baseMs": self.base_ms,
+            "factor": self.factor,
+            "maxMs": self.max_ms,
+            "jitter": self.jitter,
+        }
+
+
+Backoff = FixedBackoff | ExponentialBackoff
+
+
+def backoff_from(value: Backoff | Mapping[str, Any]) -> Backoff:
+    """A backoff from an object or a mapping with ``kind`` (snake_case or camelCase fields)."""
+    if isinstance(value, FixedBackoff | ExponentialBackoff):
+        return value
+    if not isinstance(value, Mapping):
+        raise InvalidConfigError(
+            f"backoff must be FixedBackoff, ExponentialBackoff or a mapping, got {value!r}"
+        )
+    rest = {k: v for k, v in value.items() if k != "kind"}
+    kind = value.get("kind")
+    if kind == "fixed":
+        kwargs = from_mapping("backoff", rest, ("delay_ms", "jitter"))
+        if "delay_ms" not in kwargs:
+            raise InvalidConfigError("a fixed backoff needs delay_ms")
+        return FixedBackoff(**kwargs)
+    if kind == "exponential":
+        kwargs = from_mapping("backoff", rest, ("base_ms", "factor", "max_ms", "jitter"))
+        # J-100: a backoff object without jitter means no jitter; other omitted fields take the defaults.
+        kwargs.setdefault("jitter", False)
+        return ExponentialBackoff(**kwargs)
+    raise InvalidConfigError(f"backoff.kind must be 'fixed' or 'exponential', got {kind!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class BindingConfig:
+    """Per-binding configuration (§10.2). Unset retention fields send nothing (J-50)."""
+
+    shards: int = 1
+    policy: Policy | None = None
+    sweep_after_ms: int | None = None
+    failed_retention_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.shards, bool) or not isinstance(self.shards, int) or self.shards < 1:
+            raise InvalidConfigError(f"shards must be an integer >= 1, got {self.shards!r}")
+        object.__setattr__(self, "policy", policy_from(self.policy))
+        if self.sweep_after_ms is not None:
+            check_duration("sweep_after_ms", self.sweep_after_ms)
+        if self.failed_retention_ms is not None:
+            check_duration("failed_retention_ms", self.failed_retention_ms)
+
+    @property
+    def effective_sweep_after_ms(self) -> int:
+        return DEFAULT_SWEEP_AFTER_MS if self.sweep_after_ms is None else self.sweep_after_ms
+
+    @property
+    def effective_failed_retention_ms(self) -> int:
+        return DEFAULT_FAILED_RETENTION_MS if self.failed_retention_ms is None else self.failed_retention_ms
+
+    def settings_wire(self, keys: Iterable[str] = ()) -> dict[str, Any]:
+        """``{policy?, sweepAfterMs?, failedRetentionMs?}``; empty when only ``shards`` is set (J-50)."""
+        wire: dict[str, Any] = {}
+        if self.policy is not None:
+            wire["policy"] = self.policy.to_wire(keys)
+        if self.sweep_after_ms is not None:
+            wire["sweepAfterMs"] = self.sweep_after_ms
+        if self.failed_retention_ms is not None:
+            wire["failedRetentionMs"] = self.failed_retention_ms
+        return wire
+
+
+def binding_config_from(value: BindingConfig | Mapping[str, Any] | None) -> BindingConfig:
+    if value is None:
+        return BindingConfig()
+    if isinstance(value, BindingConfig):
+        return value
+    if isinstance(value, Mapping):
+        return BindingConfig(**from_mapping("bindings entry", value, BindingConfig.__dataclass_fields__))
+    raise InvalidConfigError(f"a bindings entry must be a BindingConfig or a mapping, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class SweepOptions:
+    """Read-model retention (§10.4): delete terminal rows older than ``older_than_ms``, ``limit`` a run."""
+
+    older_than_ms: int = 604_800_000  # 7 d, aligned with failed_retention_ms (J-172)
+    limit: int = 1_000
+
+    def __post_init__(self) -> None:
+        check_duration("retention.older_than_ms", self.older_than_ms)
+        check_count("retention.limit", self.limit)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"olderThanMs": self.older_than_ms, "limit": self.limit}
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """Run limits and retention (§10.5, flow spec)."""
+
+    max_nodes: int = 10_000
+    max_depth: int = 3
+    sweep_after_ms: int = DEFAULT_SWEEP_AFTER_MS
+    failed_retention_ms: int = DEFAULT_FAILED_RETENTION_MS
+
+    def __post_init__(self) -> None:
+        check_count("runs.max_nodes", self.max_nodes)
+        check_count("runs.max_depth", self.max_depth)
+        check_duration("runs.sweep_after_ms", self.sweep_after_ms)
+        check_duration("runs.failed_retention_ms", self.failed_retention_ms)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "maxNodes": self.max_nodes,
+            "maxDepth": self.max_depth,
+            "sweepAfterMs": self.sweep_after_ms,
+            "failedRetentionMs": self.failed_retention_ms,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class OnSettled:
+    """Where settlement notices go and for which terminal states (J-180a)."""
+
+    binding: str
+    states: Sequence[str] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.binding, str) or not self.binding:
+            raise InvalidConfigError("on_settled.binding must be a binding name")
+        if isinstance(self.states, str) or not isinstance(self.states, Iterable):
+            raise InvalidConfigError("on_settled.states must be a list of states")
+        states = tuple(str(s) for s in self.states)
+        if not states:
+            raise InvalidConfigError("on_settled.states must not be empty")
+        allowed = sorted(str(s) for s in TERMINAL_STATES)
+        for state in states:
+            if state not in allowed:
+                raise InvalidConfigError(f"on_settled.states: {state!r} is not one of {', '.join(allowed)}")
+        object.__setattr__(self, "states", tuple(dict.fromkeys(states)))
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"binding": self.binding, "states": list(self.states)}

@@ -1,0 +1,223 @@
+"""Enqueue inputs: Python snake_case options -> the camelCase wire input the shard reads (§5.2).
+
+Validation follows J-29 (``EnqueueError``, a ``ValueError``), exclusivity J-26/J-41, ``on_enqueue``
+defaults J-42 and required keys J-70. ADR-0058 records the choices the spec leaves open.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypedDict
+
+from tsumugi.core import jsonwire
+from tsumugi.core.config import ExponentialBackoff, FixedBackoff, backoff_from
+from tsumugi.core.config_checks import camel_case, is_number
+from tsumugi.core.trace import validate_traceparent
+from tsumugi.errors import EnqueueError, InvalidConfigError, RequiredKeyError
+
+__all__ = [
+    "DEFAULTABLE_OPTIONS",
+    "OPTION_NAMES",
+    "EnqueueInput",
+    "OnEnqueue",
+    "apply_defaults",
+    "check_required_keys",
+    "input_from",
+    "to_wire_input",
+]
+
+
+class EnqueueInput(TypedDict, total=False):
+    """One job to enqueue, as ``enqueue_many`` takes it (camelCase spellings are accepted too)."""
+
+    binding: str
+    payload: Any
+    priority: float
+    max_attempts: int
+    backoff: FixedBackoff | ExponentialBackoff | Mapping[str, Any]
+    timeout_ms: int
+    delay_ms: int
+    run_at: int
+    guarantee: str
+    concurrency_key: str
+    unique_key: str
+    unique_for_ms: int
+    partition_key: str
+    traceparent: str
+    expires_at: int
+    expires_in_ms: int
+
+
+OnEnqueue = Callable[[dict[str, Any]], "Mapping[str, Any] | None"]
+
+# J-38: id/run_id/node_id are internal (the Run coordinator's node jobs), accepted but undocumented.
+OPTION_NAMES: Final = (
+    "binding",
+    "payload",
+    "priority",
+    "max_attempts",
+    "backoff",
+    "timeout_ms",
+    "delay_ms",
+    "run_at",
+    "guarantee",
+    "concurrency_key",
+    "unique_key",
+    "unique_for_ms",
+    "partition_key",
+    "traceparent",
+    "expires_at",
+    "expires_in_ms",
+    "id",
+    "run_id",
+    "node_id",
+)
+# J-42: what on_enqueue may default; binding, payload, unique_*, partition_key never.
+DEFAULTABLE_OPTIONS: Final = frozenset(
+    {
+        "traceparent",
+        "priority",
+        "max_attempts",
+        "backoff",
+        "timeout_ms",
+        "guarantee",
+        "delay_ms",
+        "run_at",
+        "expires_at",
+        "expires_in_ms",
+        "concurrency_key",
+    }
+)
+_EXCLUSIVE_PAIRS: Final = (("run_at", "delay_ms"), ("expires_at", "expires_in_ms"))
+_GUARANTEES: Final = frozenset({"at-least-once", "at-most-once"})
+_SPELLINGS: Final = {**{n: n for n in OPTION_NAMES}, **{camel_case(n): n for n in OPTION_NAMES}}
+_WIRE_NAMES: Final = {n: camel_case(n) for n in OPTION_NAMES}
+_STRING_OPTIONS: Final = ("concurrency_key", "unique_key", "partition_key", "id", "run_id", "node_id")
+
+
+def input_from(value: Mapping[str, Any]) -> dict[str, Any]:
+    """Snake_case options from a mapping; None means absent (J-28); unknown names are an error."""
+    if not isinstance(value, Mapping):
+        raise EnqueueError(f"an enqueue input must be a mapping, got {type(value).__name__}")
+    options: dict[str, Any] = {}
+    for key, item in value.items():
+        name = _SPELLINGS.get(key)
+        if name is None:
+            raise EnqueueError(f"unknown enqueue option: {key!r}")
+        if name in options:
+            raise EnqueueError(f"enqueue option {name!r} is given twice")
+        if item is not None or name == "payload":
+            options[name] = item
+    return options
+
+
+def apply_defaults(options: dict[str, Any], on_enqueue: OnEnqueue | None) -> dict[str, Any]:
+    """Fill unset defaultable options from ``on_enqueue(input)`` (J-42); the caller always wins."""
+    if on_enqueue is None:
+        return options
+    defaults = on_enqueue(dict(options))
+    if not defaults:
+        return options
+    defaults = input_from(defaults)
+    merged = dict(options)
+    for first, second in _EXCLUSIVE_PAIRS:
+        if first in options or second in options:
+            # J-42 [INF]: a caller-set member of an exclusive pair shadows the defaults of both.
+            defaults.pop(first, None)
+            defaults.pop(second, None)
+    for name, item in defaults.items():
+        if name in DEFAULTABLE_OPTIONS and name not in merged:
+            merged[name] = item
+    return merged
+
+
+def check_required_keys(binding: str, options: Mapping[str, Any], required: frozenset[str]) -> None:
+    """Raise ``RequiredKeyError`` (a TypeError) when a declared key is missing (J-70)."""
+    for key in sorted(required):
+        if options.get(key) is None:
+            raise RequiredKeyError(f"{binding} requires {key}")
+
+
+def to_wire_input(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate (J-29) and convert to the wire input; ``partitionKey`` stays (routing drops it)."""
+    if "binding" not in options:
+        raise EnqueueError("binding is required")
+    if "payload" not in options:
+        raise EnqueueError("payload is required")
+    _check_payload(options["payload"])
+    for first, second in _EXCLUSIVE_PAIRS:
+        if first in options and second in options:
+            raise EnqueueError(f"{first} and {second} are mutually exclusive")
+    wire: dict[str, Any] = {}
+    for name, item in options.items():
+        checker = _CHECKS.get(name)
+        wire[_WIRE_NAMES[name]] = checker(name, item) if checker else item
+    return wire
+
+
+def _check_payload(payload: Any) -> None:
+    try:
+        jsonwire.dumps(payload)  # J-27: the shard stores JSON(payload)
+    except (TypeError, ValueError, RecursionError) as error:
+        raise EnqueueError(f"payload must be JSON-serializable: {error}") from None
+
+
+def _number(name: str, value: Any) -> Any:
+    if not is_number(value):
+        raise EnqueueError(f"{name} must be a finite number, got {value!r}")
+    return value
+
+
+def _non_negative(name: str, value: Any) -> Any:
+    if not is_number(value) or value < 0:
+        raise EnqueueError(f"{name} must be a number >= 0, got {value!r}")
+    return value
+
+
+def _max_attempts(name: str, value: Any) -> Any:
+    integral = is_number(value) and float(value).is_integer()
+    if not integral or value < 1:
+        raise EnqueueError(f"max_attempts must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def _positive(name: str, value: Any) -> Any:
+    if not is_number(value) or value <= 0:
+        raise EnqueueError(f"{name} must be positive, got {value!r}")
+    return value
+
+
+def _string(name: str, value: Any) -> Any:
+    if not isinstance(value, str):
+        raise EnqueueError(f"{name} must be a string, got {value!r}")
+    return value
+
+
+def _guarantee(name: str, value: Any) -> Any:
+    if value not in _GUARANTEES:
+        raise EnqueueError(f"guarantee must be 'at-least-once' or 'at-most-once', got {value!r}")
+    return value
+
+
+def _backoff(name: str, value: Any) -> Any:
+    try:
+        return backoff_from(value).to_wire()
+    except InvalidConfigError as error:
+        raise EnqueueError(str(error)) from None
+
+
+_CHECKS: Final[dict[str, Callable[[str, Any], Any]]] = {
+    "binding": _string,
+    "priority": _number,
+    "max_attempts": _max_attempts,
+    "backoff": _backoff,
+    "timeout_ms": _non_negative,
+    "delay_ms": _non_negative,
+    "run_at": _number,
+    "guarantee": _guarantee,
+    "unique_for_ms": _number,
+    "traceparent": lambda _name, value: validate_traceparent(value),  # J-40
+    "expires_at": _number,
+    "expires_in_ms": _positive,
+    **{name: _string for name in _STRING_OPTIONS},
+}

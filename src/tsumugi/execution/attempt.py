@@ -1,0 +1,143 @@
+"""One attempt: the throttled heartbeat (J-64..J-68) and ``perform`` under a restartable timeout (J-74)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from tsumugi.clock import Clock
+from tsumugi.performer import HeartbeatResult, JobContext
+from tsumugi.ports import ShardRpc
+
+__all__ = ["HEARTBEAT_MIN_INTERVAL_MS", "HEARTBEAT_WAIT_MS", "AttemptHeartbeat", "AttemptTimer", "perform"]
+
+HEARTBEAT_MIN_INTERVAL_MS: Final = 5_000  # J-64: calls closer than this to the last sent one are dropped
+HEARTBEAT_WAIT_MS: Final = 1_000  # J-65: a heartbeat never holds the performer up longer than this
+
+
+class AttemptTimer:
+    """The consumer-side timeout of one attempt; accepted heartbeats restart it (J-68, J-74).
+
+    One loop timer per attempt: a restart only moves ``deadline``, and an early wake-up re-arms for the
+    remainder, so a chatty heartbeat costs no timer churn.
+    """
+
+    __slots__ = ("_handle", "_loop", "_on_fire", "deadline", "fired", "timeout_s")
+
+    def __init__(self, timeout_ms: int, on_fire: Callable[[], None]) -> None:
+        self.timeout_s = timeout_ms / 1000
+        self._on_fire = on_fire
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._handle: asyncio.TimerHandle | None = None
+        self.deadline = 0.0  # event-loop time; set when perform starts
+        self.fired = False
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.deadline = self._loop.time() + self.timeout_s
+        self._handle = self._loop.call_at(self.deadline, self._check)
+
+    def restart(self) -> None:
+        # J-74: a heartbeat accepted after the timeout fired does not revive the timer.
+        if self._loop is not None and not self.fired:
+            self.deadline = self._loop.time() + self.timeout_s
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _check(self) -> None:
+        assert self._loop is not None
+        if self.deadline > self._loop.time():
+            self._handle = self._loop.call_at(self.deadline, self._check)
+            return
+        self._handle = None
+        self.fired = True
+        self._on_fire()
+
+
+class AttemptHeartbeat:
+    """``ctx.heartbeat`` for one attempt: throttled on the injected clock, never raises (J-64, J-65)."""
+
+    __slots__ = (
+        "_attempt",
+        "_cancel_requested",
+        "_clock",
+        "_job_id",
+        "_last_sent_at",
+        "_log",
+        "_shard",
+        "_timer",
+        "_wait_s",
+    )
+
+    def __init__(
+        self,
+        shard: ShardRpc,
+        job_id: str,
+        attempt: int | None,
+        clock: Clock,
+        log: logging.Logger,
+        timer: AttemptTimer | None = None,
+        wait_ms: int = HEARTBEAT_WAIT_MS,
+    ) -> None:
+        self._shard = shard
+        self._job_id = job_id
+        self._attempt = attempt
+        self._clock = clock
+        self._log = log
+        self._timer = timer
+        self._wait_s = wait_ms / 1000
+        self._last_sent_at: int | None = None
+        self._cancel_requested = False
+
+    async def __call__(self, progress: Any = None) -> HeartbeatResult:
+        now = self._clock.now()
+        if self._last_sent_at is not None and now - self._last_sent_at < HEARTBEAT_MIN_INTERVAL_MS:
+            return HeartbeatResult(self._cancel_requested)  # J-64: dropped, progress lost
+        self._last_sent_at = now
+        try:
+            call = asyncio.ensure_future(self._shard.heartbeat(self._job_id, progress, self._attempt))
+            done, _ = await asyncio.wait((call,), timeout=self._wait_s)
+            if not done:
+                call.add_done_callback(self._late_answer)  # J-65: return anyway, keep the call going
+                return HeartbeatResult(self._cancel_requested)
+            self._accept(call.result())
+        except Exception:
+            self._log.warning("tsumugi: heartbeat failed", exc_info=True)
+        return HeartbeatResult(self._cancel_requested)
+
+    def _accept(self, answer: Any) -> None:
+        if isinstance(answer, Mapping):
+            accepted = bool(answer.get("ok"))
+            self._cancel_requested = self._cancel_requested or bool(answer.get("cancelRequested"))
+        else:
+            accepted = bool(answer)  # v0.6.0 shards answer a plain boolean (J-66)
+        if accepted and self._timer is not None:
+            self._timer.restart()  # J-68 (a)
+
+    def _late_answer(self, call: asyncio.Future[Any]) -> None:
+        if not call.cancelled() and call.exception() is not None:
+            self._log.warning("tsumugi: heartbeat failed", exc_info=call.exception())
+
+
+async def perform(performer: Any, payload: Any, ctx: JobContext, timer: AttemptTimer | None) -> Any:
+    """Run ``performer.perform`` in the calling task, with ``timer`` armed while it runs.
+
+    The performer is never stopped by the timer (J-74): when it fires, the timer's callback reports the
+    timeout, and the caller discards whatever this eventually returns or raises (``timer.fired``).
+    """
+    pending = performer.perform(payload, ctx)
+    if not inspect.isawaitable(pending):
+        return pending  # a synchronous perform (J-60) has already settled
+    if timer is None:
+        return await pending  # timeout_ms <= 0 disables the consumer-side timer (J-74)
+    timer.start()
+    try:
+        return await pending
+    finally:
+        timer.cancel()

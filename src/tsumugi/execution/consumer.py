@@ -1,0 +1,258 @@
+"""The queue consumer: run each dispatched attempt and report it to its shard (J-116..J-119).
+
+Every message is acked, always, and before its report (J-118): retries live in the shard (ADR-0004).
+All messages of a batch run concurrently, one task each; a performer instance is resolved once per
+binding per batch (ADR-0057).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from tsumugi.client import SHARD_NAMESPACE, env_binding
+from tsumugi.clock import Clock, SystemClock
+from tsumugi.core.ids import parse_job_id, shard_name_of
+from tsumugi.errors import TsumugiTimeoutError
+from tsumugi.execution import outcomes
+from tsumugi.execution.attempt import HEARTBEAT_WAIT_MS, AttemptHeartbeat, AttemptTimer, perform
+from tsumugi.execution.performer_resolution import has_perform
+from tsumugi.performer import JobContext
+from tsumugi.ports import JsonDict, PerformerResolver, QueueMessage, ShardNamespace, ShardRpc
+
+__all__ = ["DEFAULT_TIMEOUT_MS", "handle_batch"]
+
+DEFAULT_TIMEOUT_MS: Final = 60_000  # J-110: used when a dispatch message carries no timeoutMs
+_log: Final = logging.getLogger("tsumugi")
+_UNRESOLVED: Final = object()
+
+
+_LINGERING: Final[set[asyncio.Task[Any]]] = set()  # timed-out performers still running (J-74)
+
+
+class _Batch:
+    """What every message of one batch shares: the shard namespace, the clock, resolved performers."""
+
+    __slots__ = (
+        "all_settled",
+        "clock",
+        "env",
+        "heartbeat_wait_ms",
+        "log",
+        "namespace",
+        "pending",
+        "performers",
+        "resolver",
+    )
+
+    def __init__(
+        self,
+        env: Any,
+        resolver: PerformerResolver,
+        clock: Clock,
+        log: logging.Logger,
+        heartbeat_wait_ms: int,
+        pending: int,
+    ) -> None:
+        self.env = env
+        self.namespace: ShardNamespace | None = env_binding(env, SHARD_NAMESPACE)
+        self.resolver = resolver
+        self.clock = clock
+        self.log = log
+        self.heartbeat_wait_ms = heartbeat_wait_ms
+        self.performers: dict[str, Any] = {}
+        self.pending = pending
+        self.all_settled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def performer(self, binding: str) -> Any | None:
+        found = self.performers.get(binding, _UNRESOLVED)
+        if found is _UNRESOLVED:
+            found = self.resolver.resolve(binding, self.env)
+            found = found if has_perform(found) else None
+            self.performers[binding] = found
+        return found
+
+
+class _Delivery:
+    """One message of a batch; settled once it is acked and its report (if any) was sent."""
+
+    __slots__ = ("batch", "message", "settled", "task")
+
+    def __init__(self, message: QueueMessage, batch: _Batch) -> None:
+        self.message = message
+        self.batch = batch
+        self.settled = False
+        self.task: asyncio.Task[None] | None = None
+
+    def ack(self) -> None:
+        try:
+            self.message.ack()
+        except Exception:
+            self.batch.log.error("tsumugi: ack failed", exc_info=True)
+
+    def settle(self) -> None:
+        if self.settled:
+            return
+        self.settled = True
+        batch = self.batch
+        batch.pending -= 1
+        if batch.pending == 0 and not batch.all_settled.done():
+            batch.all_settled.set_result(None)
+
+
+async def handle_batch(
+    messages: Sequence[QueueMessage],
+    env: Any,
+    *,
+    resolver: PerformerResolver,
+    clock: Clock | None = None,
+    log: logging.Logger = _log,
+    heartbeat_wait_ms: int = HEARTBEAT_WAIT_MS,
+) -> None:
+    """Handle one Queue batch concurrently; returns once every message is acked and reported (J-117).
+
+    Never raises because of a job (J-118). A performer that outlives its timeout keeps running after
+    this returns; its outcome is discarded (J-74).
+    """
+    if not messages:
+        return
+    batch = _Batch(env, resolver, clock or SystemClock(), log, heartbeat_wait_ms, len(messages))
+    loop = asyncio.get_running_loop()
+    deliveries = [_Delivery(message, batch) for message in messages]
+    for delivery in deliveries:
+        delivery.task = loop.create_task(_guarded(delivery))
+    try:
+        await batch.all_settled
+    except asyncio.CancelledError:
+        for delivery in deliveries:
+            if delivery.task is not None:
+                delivery.task.cancel()  # the runtime is shutting down
+        raise
+
+
+async def _guarded(delivery: _Delivery) -> None:
+    try:
+        await _handle_one(delivery)
+    except Exception:
+        delivery.batch.log.error("tsumugi: handleOne rejected", exc_info=True)
+        delivery.ack()
+    finally:
+        delivery.settle()
+
+
+async def _handle_one(delivery: _Delivery) -> None:
+    batch = delivery.batch
+    body = delivery.message.body
+    job_id = body.get("jobId") if isinstance(body, Mapping) else None
+    if not isinstance(job_id, str):
+        batch.log.error("tsumugi: invalid dispatch message: jobId is missing")
+        delivery.ack()  # J-117: no report; the reaper recovers the job, if any
+        return
+    if batch.namespace is None:
+        raise LookupError(f"{SHARD_NAMESPACE} is not configured")
+    shard = batch.namespace.get(shard_name_of(job_id))
+    attempt = body.get("attempt")
+    expires_at = body.get("expiresAt")
+    if expires_at is not None and batch.clock.now() >= expires_at:
+        await _expire(delivery, shard, job_id)  # J-41: expired jobs never start
+        return
+    if body.get("claimRequired"):
+        try:
+            won = await shard.claim(job_id)  # J-107
+        except Exception as error:
+            delivery.ack()  # the performer did not run; the claim failure is the attempt's failure
+            await _report(shard, job_id, outcomes.failure(error, attempt, batch.clock.now()), batch)
+            return
+        if not won:
+            delivery.ack()  # a duplicate delivery lost the claim: no run, no report
+            return
+        if expires_at is not None and batch.clock.now() >= expires_at:
+            await _expire(delivery, shard, job_id)  # J-41: checked again after the claim
+            return
+    binding = body.get("binding") or parse_job_id(job_id).binding
+    performer = batch.performer(binding)
+    outcome: JsonDict | None
+    if performer is None:
+        outcome = outcomes.not_found(binding, attempt)  # J-61: an ordinary, retried failure
+    else:
+        outcome = await _run(delivery, performer, body, job_id, attempt, shard)
+    if outcome is None:
+        return  # timed out: the timer already acked and reported
+    delivery.ack()  # J-118: ack before report
+    await _report(shard, job_id, outcome, batch)
+
+
+async def _run(
+    delivery: _Delivery, performer: Any, body: Mapping[str, Any], job_id: str, attempt: Any, shard: ShardRpc
+) -> JsonDict | None:
+    batch = delivery.batch
+    timeout_ms = body.get("timeoutMs")
+    if timeout_ms is None:
+        timeout_ms = DEFAULT_TIMEOUT_MS
+    timer = None
+    if timeout_ms > 0:
+        timer = AttemptTimer(timeout_ms, lambda: _on_timeout(delivery, shard, job_id, attempt, timeout_ms))
+    heartbeat = AttemptHeartbeat(
+        shard, job_id, attempt, batch.clock, batch.log, timer, wait_ms=batch.heartbeat_wait_ms
+    )
+    ctx = JobContext(
+        job_id=job_id,
+        attempt=attempt if isinstance(attempt, int) else 1,
+        deadline_at=batch.clock.now() + timeout_ms,  # fixed for the attempt (J-68)
+        heartbeat=heartbeat,
+        traceparent=body.get("traceparent"),
+    )
+    try:
+        result = await perform(performer, body.get("payload"), ctx, timer)
+    except Exception as error:
+        if timer is not None and timer.fired:
+            return None  # J-74: a late outcome is discarded
+        batch.log.warning("tsumugi: perform failed (%s)", job_id, exc_info=error)
+        return outcomes.failure(error, attempt, batch.clock.now())
+    if timer is not None and timer.fired:
+        return None
+    return outcomes.success(result, ctx.spawns, attempt)
+
+
+def _on_timeout(delivery: _Delivery, shard: ShardRpc, job_id: str, attempt: Any, timeout_ms: int) -> None:
+    """J-74: report the timeout now; the performer's task keeps running and is kept referenced."""
+    if delivery.task is not None:
+        _LINGERING.add(delivery.task)
+        delivery.task.add_done_callback(_LINGERING.discard)
+    error = TsumugiTimeoutError(job_id, timeout_ms)
+    reporter = asyncio.get_running_loop().create_task(
+        _report_timeout(delivery, shard, job_id, error, attempt)
+    )
+    _LINGERING.add(reporter)
+    reporter.add_done_callback(_LINGERING.discard)
+
+
+async def _report_timeout(
+    delivery: _Delivery, shard: ShardRpc, job_id: str, error: TsumugiTimeoutError, attempt: Any
+) -> None:
+    try:
+        delivery.ack()
+        await _report(
+            shard, job_id, outcomes.failure(error, attempt, delivery.batch.clock.now()), delivery.batch
+        )
+    finally:
+        delivery.settle()
+
+
+async def _expire(delivery: _Delivery, shard: ShardRpc, job_id: str) -> None:
+    try:
+        await shard.expire(job_id)
+    except Exception:
+        # The tick cancels expired SCHEDULED jobs itself if this call is lost (J-41).
+        delivery.batch.log.error("tsumugi: expire failed (%s)", job_id, exc_info=True)
+    delivery.ack()
+
+
+async def _report(shard: ShardRpc, job_id: str, outcome: JsonDict, batch: _Batch) -> None:
+    try:
+        await shard.report(job_id, outcome)
+    except Exception:
+        # J-118: a lost report leaves the job in flight until the reaper acts; never rethrown.
+        batch.log.error("tsumugi: report failed (%s)", job_id, exc_info=True)
