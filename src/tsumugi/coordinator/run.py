@@ -1,0 +1,312 @@
+"""RunCoordinator: the TsumugiRun Durable Object minus the Durable Object (F-20..F-28, F-45, F-77).
+
+One instance per run, named by the run id, with its own SQLite and one alarm. Methods record and arm;
+the alarm's tick (``run_tick``) does the work, so actor-to-actor calls never nest (F-45).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+from tsumugi.clock import Clock
+from tsumugi.coordinator.run_decisions import dynamic_row
+from tsumugi.coordinator.run_ports import RunPeers, RunProjection
+from tsumugi.coordinator.run_tick import RunTick
+from tsumugi.core import jsonwire
+from tsumugi.core.config import RunSettings
+from tsumugi.core.flow.advance import is_node_terminal
+from tsumugi.core.flow.building import spawn_options
+from tsumugi.core.flow.ids import child_node_id
+from tsumugi.core.flow.model import Flow, shape_of, validate_deadline_ms
+from tsumugi.core.ids import new_local_id
+from tsumugi.errors import InvalidFlowError, TsumugiError
+from tsumugi.ports import AlarmPort, JsonDict, ShardNamespace, SqlExecutor
+from tsumugi.storage.run_outbox import RunOutbox
+from tsumugi.storage.run_schema import ensure_run_schema
+from tsumugi.storage.run_store import RunStore, node_snapshot, run_snapshot
+
+OK: Final[JsonDict] = {"ok": True}
+GONE: Final[JsonDict] = {"ok": False, "reason": "gone"}
+INVALID_STATE: Final[JsonDict] = {"ok": False, "reason": "invalid-state"}
+CHILD_STATES: Final = frozenset({"COMPLETED", "FAILED", "CANCELLED"})  # F-63: what a child run reports
+
+
+class RunCoordinator:
+    """Owns one run: its row, its nodes, its outbox and its alarm."""
+
+    def __init__(
+        self,
+        name: str,
+        sql: SqlExecutor,
+        *,
+        clock: Clock,
+        alarm: AlarmPort,
+        shards: ShardNamespace,
+        runs: RunPeers,
+        read_model: RunProjection | None,
+        flows: Mapping[str, Flow],
+        settings: RunSettings | None = None,
+        shards_of: Mapping[str, int] | None = None,
+        new_id: Callable[[], str] = new_local_id,
+    ) -> None:
+        self.name = name
+        self.clock = clock
+        self.alarm_port = alarm
+        self.shards = shards
+        self.runs = runs
+        self.read_model = read_model
+        self.flows = flows
+        self.settings = settings or RunSettings()
+        self.shards_of = shards_of or {}
+        self.new_id = new_id
+        ensure_run_schema(sql)
+        self.sql = sql
+        self.store = RunStore(sql)
+        self.outbox = RunOutbox(sql)
+        self.ticking = False
+
+    # ------------------------------------------------------------------ snapshots and alarm
+    def snapshot_run(self) -> None:
+        run = self.store.run()
+        if run is not None:
+            self.outbox.append("run", run.id, run_snapshot(run, self.store.counters()))
+
+    def snapshot_nodes(self, node_ids: Sequence[str] | set[str]) -> None:
+        for node in self.store.nodes():
+            if node.id in node_ids:
+                self.outbox.append("node", node.id, node_snapshot(self.name, node))
+
+    async def arm(self, at_ms: int) -> None:
+        """Earliest wins: never push back an alarm someone else set (F-37)."""
+        current = await self.alarm_port.get_alarm()
+        if current is None or current > at_ms:
+            await self.alarm_port.set_alarm(at_ms)
+
+    # ------------------------------------------------------------------ RPC surface
+    async def start(
+        self,
+        flow: str,
+        input: Any,
+        deadline_ms: int | None = None,
+        parent: Mapping[str, str] | None = None,
+        depth: int = 0,
+    ) -> JsonDict:
+        """Create the run once; a repeated start returns the existing id before any check (F-20, F-21)."""
+        now = self.clock.now()
+
+        def create() -> JsonDict:
+            if self.store.run() is not None:
+                return {"id": self.name, "created": False}
+            definition = self.flows.get(flow)
+            if definition is None:
+                raise InvalidFlowError(f"flow is not registered: {flow}")
+            if depth > self.settings.max_depth:
+                raise InvalidFlowError(f"subflow nesting exceeded the limit: {self.settings.max_depth}")
+            effective = deadline_ms if deadline_ms is not None else definition.deadline_ms
+            deadline = None if effective is None else validate_deadline_ms(effective)
+            shape = shape_of(definition, self.flows)
+            self.store.insert_run(
+                {
+                    "id": self.name,
+                    "flow": flow,
+                    "state": "RUNNING",
+                    "input": jsonwire.dumps(input),
+                    "shape": jsonwire.dumps(shape),
+                    "created_at": now,
+                    "updated_at": now,
+                    "parent_run_id": parent["runId"] if parent else None,
+                    "parent_node_id": parent["nodeId"] if parent else None,
+                    "depth": depth,
+                    "deadline_ms": deadline,
+                    "deadline_at": None if deadline is None else now + deadline,
+                }
+            )
+            self.store.insert_nodes(
+                {
+                    "id": entry["id"],
+                    "binding": entry["binding"],
+                    "state": "PENDING",
+                    "container": 1 if entry["container"] else 0,
+                    "origin": "static",
+                    "after": jsonwire.dumps(entry["after"]),
+                    "subflow": entry.get("subflow"),
+                    "trigger": entry.get("trigger", "success"),
+                    "seq": index,
+                    "created_at": now,
+                    "updated_at": now,
+                }
+                for index, entry in enumerate(shape)
+            )
+            self.snapshot_run()
+            self.snapshot_nodes({entry["id"] for entry in shape})
+            return {"id": self.name, "created": True}
+
+        outcome = self.sql.transaction(create)
+        if outcome["created"]:
+            await self.arm(now)
+        return dict(outcome)
+
+    async def state(self) -> str | None:
+        """The run state, or None when no run exists; never creates one (F-28, S-20)."""
+        run = self.store.run()
+        return None if run is None else run.state
+
+    async def notify(self, events: Sequence[JsonDict]) -> None:
+        """Record terminal job events; successors start on the next tick (F-45, F-56)."""
+        now = self.clock.now()
+
+        def record() -> bool:
+            if self.store.run() is None:
+                return False
+            touched: set[str] = set()
+            for event in events:
+                touched |= self._apply_event(event, now)
+            if touched:
+                self.snapshot_run()
+                self.snapshot_nodes(touched)
+            return True
+
+        if self.sql.transaction(record):
+            await self.arm(now)
+
+    def _apply_event(self, event: JsonDict, now: int) -> set[str]:
+        node = self.store.node(str(event.get("nodeId")))
+        state = str(event.get("state"))
+        if node is None or node.job_id != event.get("jobId") or not is_node_terminal(state):
+            return set()  # F-45: unknown node or a stale job from before a resume
+        if state == "CANCELLED" and is_node_terminal(node.state):
+            return set()
+        touched = {node.id}
+        spawns = event.get("spawns") or []
+        if spawns and state == "COMPLETED":  # F-55: a failed attempt's spawns are dropped
+            spawned = self._insert_spawns(node.id, spawns, now)
+            if isinstance(spawned, str):
+                # F-56 (port): over the limit the parent stays FAILED with the limit error.
+                self.store.update_node(node.id, now, state="FAILED", error=spawned, result=None)
+                return touched
+            touched |= spawned
+        self.store.update_node(
+            node.id, now, state=state, result=_result_text(event.get("result")), error=event.get("error")
+        )
+        return touched
+
+    def _insert_spawns(self, parent: str, spawns: Sequence[Any], now: int) -> set[str] | str:
+        """Insert spawned children first, so nobody sees the parent settled without them (F-56)."""
+        if self.store.node_count() + len(spawns) > self.settings.max_nodes:
+            return f"node count exceeded the limit: {self.settings.max_nodes}"
+        seq = self.store.next_seq()
+        rows = []
+        try:
+            for i, spawn in enumerate(spawns):
+                rows.append(
+                    dynamic_row(
+                        child_node_id(parent, _field(spawn, "id")),
+                        str(_field(spawn, "binding")),
+                        parent,
+                        "spawn",
+                        _field(spawn, "payload"),
+                        spawn_options(_field(spawn, "options")),
+                        seq + i,
+                        now,
+                    )
+                )
+        except TsumugiError as exc:  # F-57 (port): a bad spawn id fails its parent, never the batch
+            return str(exc)
+        return set(self.store.insert_nodes(rows))
+
+    async def notify_child(self, node_id: str, child_run_id: str, state: str) -> None:
+        """A child run ended: mirror its state on the subflow node (F-63)."""
+        now = self.clock.now()
+
+        def record() -> bool:
+            node = self.store.node(node_id) if self.store.run() is not None else None
+            if node is None or node.child_run_id != child_run_id or state not in CHILD_STATES:
+                return False
+            error = f"child run failed: {child_run_id}" if state == "FAILED" else None
+            self.store.update_node(node_id, now, state=state, error=error)
+            self.snapshot_run()
+            self.snapshot_nodes({node_id})
+            return True
+
+        if self.sql.transaction(record):
+            await self.arm(now)
+
+    async def cancel(self) -> JsonDict:
+        """Ask the run to stop; nodes are stopped by the tick (F-69)."""
+        now = self.clock.now()
+
+        def mark() -> JsonDict:
+            run = self.store.run()
+            if run is None:
+                return GONE
+            if run.state != "RUNNING":
+                return INVALID_STATE
+            self.store.update_run(now, cancelling=1)
+            self.snapshot_run()
+            return OK
+
+        outcome = self.sql.transaction(mark)
+        if outcome["ok"]:
+            await self.arm(now)
+        return dict(outcome)
+
+    async def retry(self) -> JsonDict:
+        """Resume a FAILED run: COMPLETED nodes are kept, the rest run again (F-77, F-78)."""
+        now = self.clock.now()
+
+        def resume() -> JsonDict:
+            run = self.store.run()
+            if run is None:
+                return GONE
+            if run.state != "FAILED":
+                return INVALID_STATE
+            reset: set[str] = set()
+            parents = {n.parent for n in self.store.nodes() if n.parent is not None}
+            for node in self.store.nodes():
+                if node.state not in ("FAILED", "STALLED", "SKIPPED", "CANCELLED"):
+                    continue
+                container_with_kids = bool(node.container) and node.id in parents
+                self.store.update_node(
+                    node.id,
+                    now,
+                    state="RUNNING" if container_with_kids else "PENDING",
+                    job_id=node.job_id if node.container else None,
+                    child_run_id=None,
+                    error=None,
+                )
+                reset.add(node.id)
+            deadline_at = None if run.deadline_ms is None else now + run.deadline_ms  # F-75
+            self.store.update_run(now, state="RUNNING", parent_notified=0, expired=0, deadline_at=deadline_at)
+            self.snapshot_run()
+            self.snapshot_nodes(reset)
+            return OK
+
+        outcome = self.sql.transaction(resume)
+        if outcome["ok"]:
+            await self.arm(now)
+        return dict(outcome)
+
+    async def alarm(self) -> None:
+        """The alarm handler: one tick at a time (F-34); a failed tick retries in 5 s (F-38)."""
+        if self.ticking:
+            await self.arm(self.clock.now())
+            return
+        self.ticking = True
+        try:
+            await RunTick(self).run()
+        except Exception:
+            RunTick.log.exception("run tick failed: %s", self.name)
+            await self.alarm_port.set_alarm(self.clock.now() + RunTick.RETRY_MS)
+        finally:
+            self.ticking = False
+
+
+def _result_text(result: Any) -> str | None:
+    """Events carry the result as JSON text (F-45); a decoded value is encoded the same way."""
+    return result if result is None or isinstance(result, str) else jsonwire.dumps(result)
+
+
+def _field(spawn: Any, name: str) -> Any:
+    """A spawn request arrives as a wire dict, or as ``performer.SpawnRequest`` in-process."""
+    return spawn.get(name) if isinstance(spawn, Mapping) else getattr(spawn, name, None)

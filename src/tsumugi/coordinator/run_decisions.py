@@ -1,0 +1,275 @@
+"""Applying ``advance`` decisions to a run's storage (F-36, F-40, F-49, F-69; T-4; ADR-0073).
+
+One ``DecisionApplier`` lives for one tick. Skips, expansions, aggregations and cancellations are
+written at once; starts reserve their job id and are collected, then enqueued together by the tick.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tsumugi.coordinator.run_ports import RunPeers
+from tsumugi.core import jsonwire
+from tsumugi.core.flow.advance import Decision, DecisionType
+from tsumugi.core.flow.building import (
+    WHEN_FALSE,
+    build_deps,
+    build_job,
+    expand_fan_out,
+    subflow_input,
+    when_allows,
+)
+from tsumugi.core.flow.ids import subflow_run_id
+from tsumugi.core.flow.model import Flow, NodeKind, NodeSpec
+from tsumugi.core.flow.results import (
+    MAX_COLLECTED_CHILDREN,
+    collect_limit_error,
+    collected_dep_value,
+    decode_result,
+    fan_out_summary,
+)
+from tsumugi.core.ids import format_job_id, resolve_shard, shard_name_of
+from tsumugi.errors import TsumugiError
+from tsumugi.ports import JsonDict, ShardNamespace
+from tsumugi.storage.run_store import NodeRow, RunRow, RunStore
+
+
+@dataclass(slots=True)
+class ChildStart:
+    node_id: str
+    child_run_id: str
+    flow: str
+    input: Any
+
+
+@dataclass(slots=True)
+class TickWork:
+    """What one tick collected: jobs to enqueue per shard, child runs to start, nodes it wrote."""
+
+    jobs: dict[str, list[JsonDict]] = field(default_factory=dict)
+    job_nodes: list[str] = field(default_factory=list)
+    child_starts: list[ChildStart] = field(default_factory=list)
+    touched: set[str] = field(default_factory=set)
+
+
+class DecisionApplier:
+    def __init__(
+        self,
+        *,
+        store: RunStore,
+        run: RunRow,
+        flow: Flow,
+        now_ms: int,
+        max_nodes: int,
+        shards_of: Mapping[str, int],
+        new_id: Callable[[], str],
+        shards: ShardNamespace,
+        runs: RunPeers,
+    ) -> None:
+        self.store = store
+        self.run = run
+        self.flow = flow
+        self.now_ms = now_ms
+        self.max_nodes = max_nodes
+        self.shards_of = shards_of
+        self.new_id = new_id
+        self.shards = shards
+        self.runs = runs
+        self.flow_input = jsonwire.loads(run.input)
+        self.work = TickWork()
+
+    async def apply(self, decision: Decision, cancelling: bool, expired: bool) -> None:
+        node = self.store.node(decision.id)
+        if node is None:
+            return
+        match decision.type:
+            case DecisionType.SKIP:
+                self._write(node.id, state="SKIPPED", error=decision.reason)
+            case DecisionType.AGGREGATE:
+                summary = fan_out_summary(c.state for c in self.store.children(node.id))
+                self._write(node.id, state="COMPLETED", result=jsonwire.dumps(summary))
+            case DecisionType.EXPAND:
+                self._expand(node)
+            case DecisionType.START:
+                self._start_job(node)
+            case DecisionType.START_RUN:
+                self._start_run(node)
+            case DecisionType.CANCEL:
+                await self._cancel(node, cancelling, expired)
+
+    # ------------------------------------------------------------------ helpers
+    def _write(self, node_id: str, **values: Any) -> None:
+        self.store.update_node(node_id, self.now_ms, **values)
+        self.work.touched.add(node_id)
+
+    def _fail(self, node_id: str, error: str) -> None:
+        self._write(node_id, state="FAILED", error=error)
+
+    def dep_value(self, node_id: str) -> Any:
+        """F-42 with ADR-0072: a stored result, or a collecting fan-out's summary plus child results."""
+        dep = self.store.node(node_id)
+        if dep is None:
+            return None
+        value = decode_result(dep.result)
+        spec = self.flow.node(node_id)
+        if spec is not None and spec.collect and isinstance(value, dict):
+            kids = self.store.children(node_id)
+            return collected_dep_value(
+                value, {k.id.rpartition(":")[2]: decode_result(k.result) for k in kids}
+            )
+        return value
+
+    def _gate(self, node: NodeRow, spec: NodeSpec) -> dict[str, Any] | None:
+        """Evaluate ``when`` (T-4); the deps when the node may run, else None after writing the outcome."""
+        deps = build_deps(spec, self.dep_value)
+        try:
+            allowed = when_allows(spec, self.flow_input, deps)
+        except Exception as exc:  # T-4: an exception in when fails the node
+            self._fail(node.id, _message(exc))
+            return None
+        if not allowed:
+            self._write(node.id, state="SKIPPED", error=WHEN_FALSE)
+            return None
+        return deps
+
+    # ------------------------------------------------------------------ decisions
+    def _expand(self, node: NodeRow) -> None:
+        spec = self.flow.node(node.id)
+        if spec is None or spec.kind is not NodeKind.FAN_OUT:
+            self._fail(node.id, f"fan-out definition is missing: {node.id}")
+            return
+        deps = self._gate(node, spec)
+        if deps is None:
+            return
+        try:
+            drafts = expand_fan_out(spec, self.flow_input, deps)
+        except Exception as exc:  # ADR-0073: a failing mapping function fails its node
+            self._fail(node.id, _message(exc))
+            return
+        if self.store.node_count() + len(drafts) > self.max_nodes:  # F-49, F-83
+            self._fail(node.id, f"node count exceeded the limit: {self.max_nodes}")
+            return
+        if spec.collect and len(drafts) > MAX_COLLECTED_CHILDREN:
+            self._fail(node.id, collect_limit_error(node.id))
+            return
+        seq = self.store.next_seq()
+        rows = [
+            dynamic_row(d.id, d.binding, node.id, "fanOut", d.payload, d.options, seq + i, self.now_ms)
+            for i, d in enumerate(drafts)
+        ]
+        self.work.touched.update(self.store.insert_nodes(rows))
+        self._write(node.id, state="RUNNING")
+
+    def _start_job(self, node: NodeRow) -> None:
+        if node.origin != "static":
+            job: dict[str, Any] = {
+                **(jsonwire.loads(node.options) if node.options else {}),
+                "payload": jsonwire.loads(node.payload) if node.payload is not None else None,
+            }
+        else:
+            spec = self.flow.node(node.id)
+            if spec is None or spec.kind is not NodeKind.JOB:
+                self._fail(node.id, f"node definition is missing: {node.id}")
+                return
+            deps = self._gate(node, spec)
+            if deps is None:
+                return
+            try:
+                job = build_job(spec, self.flow_input, deps)
+            except Exception as exc:  # ADR-0073
+                self._fail(node.id, _message(exc))
+                return
+        job_id = node.job_id
+        if job_id is None:
+            try:
+                shard = resolve_shard(node.binding, self.shards_of.get(node.binding, 1), self.run.id)
+                job_id = format_job_id(node.binding, shard, self.new_id())
+            except TsumugiError as exc:  # F-57: a spawn binding that cannot name a job fails its node
+                self._fail(node.id, _message(exc))
+                return
+            # F-41: the id is stored before the enqueue, so a retried tick re-sends the same job.
+            self.store.update_node(node.id, self.now_ms, job_id=job_id)
+        enqueue = {
+            **job,
+            "id": job_id,
+            "binding": node.binding,
+            "runId": self.run.id,
+            "nodeId": node.id,
+            "partitionKey": self.run.id,
+        }
+        self.work.jobs.setdefault(shard_name_of(job_id), []).append(enqueue)
+        self.work.job_nodes.append(node.id)
+
+    def _start_run(self, node: NodeRow) -> None:
+        spec = self.flow.node(node.id)
+        if spec is None or spec.kind is not NodeKind.SUBFLOW or node.subflow is None:
+            self._fail(node.id, f"subflow definition is missing: {node.id}")
+            return
+        deps = self._gate(node, spec)
+        if deps is None:
+            return
+        try:
+            child_id = node.child_run_id or subflow_run_id(node.subflow, self.run.id, node.id)
+        except TsumugiError as exc:
+            self._fail(node.id, f"invalid child run id: {_message(exc)}")
+            return
+        if node.child_run_id is None:
+            self.store.update_node(node.id, self.now_ms, child_run_id=child_id)
+        try:
+            child_input = subflow_input(spec, self.flow_input, deps)
+        except Exception as exc:  # ADR-0073
+            self._fail(node.id, _message(exc))
+            return
+        self.work.child_starts.append(ChildStart(node.id, child_id, node.subflow, child_input))
+
+    async def _cancel(self, node: NodeRow, cancelling: bool, expired: bool) -> None:
+        """F-69, F-74: stop what has not run; running jobs and child runs are asked, then waited for."""
+        if node.state == "SCHEDULED" and node.job_id is not None:
+            outcome = await self.shards.get(shard_name_of(node.job_id)).cancel(node.job_id)
+            accepted = bool(outcome.get("ok")) and not outcome.get("requested")
+            if not (accepted or outcome.get("reason") == "gone"):
+                return  # refused or only requested (J-135): the job's terminal event settles the node
+        elif node.state == "RUNNING":
+            if node.child_run_id is not None:
+                await self.runs.get(node.child_run_id).cancel()  # F-64: the node follows notify_child
+            return
+        elif node.state != "PENDING":
+            return
+        if cancelling or not expired:
+            self._write(node.id, state="CANCELLED")
+        else:
+            deadline = f"run deadline exceeded: {self.run.deadline_ms}ms"
+            self._write(node.id, state="FAILED", error=deadline)
+
+
+def dynamic_row(
+    node_id: str,
+    binding: str,
+    parent: str,
+    origin: str,
+    payload: Any,
+    options: Mapping[str, Any],
+    seq: int,
+    now_ms: int,
+) -> dict[str, Any]:
+    """A fan-out or spawned child with its payload and options frozen as JSON (F-49, F-56)."""
+    return {
+        "id": node_id,
+        "binding": binding,
+        "state": "PENDING",
+        "container": 0,
+        "parent": parent,
+        "origin": origin,
+        "after": "[]",
+        "payload": jsonwire.dumps(payload),
+        "options": jsonwire.dumps(dict(options)),
+        "seq": seq,
+        "created_at": now_ms,
+        "updated_at": now_ms,
+    }
+
+
+def _message(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__

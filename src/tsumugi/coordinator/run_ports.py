@@ -1,0 +1,49 @@
+"""What a run coordinator calls on other runs and on the read model (F-28, F-61, F-63, F-84).
+
+``ports.RunRpc`` only names ``notify``; a run also starts, cancels, resumes and answers its child runs.
+These protocols describe that full surface until ``ports.py`` carries it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from tsumugi.ports import JsonDict
+
+
+class RunPeer(Protocol):
+    """Another run coordinator, reached through ``env.RUN`` (F-28)."""
+
+    async def start(
+        self,
+        flow: str,
+        input: Any,
+        deadline_ms: int | None = None,
+        parent: Mapping[str, str] | None = None,
+        depth: int = 0,
+    ) -> JsonDict: ...
+
+    async def notify(self, events: Sequence[JsonDict]) -> None: ...
+
+    async def notify_child(self, node_id: str, child_run_id: str, state: str) -> None: ...
+
+    async def cancel(self) -> JsonDict: ...
+
+    async def retry(self) -> JsonDict: ...
+
+    async def state(self) -> str | None: ...
+
+
+class RunPeers(Protocol):
+    """``env.RUN``: the coordinator of a run id."""
+
+    def get(self, run_id: str) -> RunPeer: ...
+
+
+class RunProjection(Protocol):
+    """Where run and node snapshots go; each snapshot carries its outbox ``seq`` (F-84)."""
+
+    async def upsert_runs(self, snapshots: Sequence[Mapping[str, Any]]) -> None: ...
+
+    async def upsert_run_nodes(self, snapshots: Sequence[Mapping[str, Any]]) -> None: ...

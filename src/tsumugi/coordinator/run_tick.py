@@ -1,0 +1,236 @@
+"""One alarm tick of a run (F-35): expire, decide, enqueue, start children, project, notify, sweep, re-arm."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, ClassVar, Final
+
+from tsumugi.coordinator.run_decisions import DecisionApplier, TickWork
+from tsumugi.core import jsonwire
+from tsumugi.core.flow.advance import Decision, NodeView, Progress, advance
+from tsumugi.storage.run_store import NodeRow, RunRow
+
+if TYPE_CHECKING:
+    from tsumugi.coordinator.run import RunCoordinator
+
+MAX_ROUNDS: Final = 32  # F-35: decision rounds per tick; a deeper skip cascade continues next tick
+MAX_DECISIONS: Final = 200  # F-35: decisions per tick, so one alarm's wall time stays bounded
+SWEEP_FLOOR_MS: Final = 1000  # F-35 step 9: never re-arm a sweep sooner than a second from now
+# ADR-0073: a cancel that could only be requested is re-sent on this beat instead of spinning at `now`.
+BUSY_RECHECK_MS: Final = 5000
+
+
+def views(nodes: list[NodeRow]) -> list[NodeView]:
+    return [
+        NodeView(
+            n.id,
+            n.state,
+            container=bool(n.container),
+            subflow=n.subflow is not None,
+            parent=n.parent,
+            origin=n.origin,
+            after=tuple(jsonwire.loads(n.after)),
+            trigger=n.trigger,
+        )
+        for n in nodes
+    ]
+
+
+class RunTick:
+    log: ClassVar[logging.Logger] = logging.getLogger("tsumugi.run")
+    RETRY_MS: ClassVar[int] = 5000  # F-38: a failed tick is retried after five seconds, forever
+
+    def __init__(self, coordinator: RunCoordinator) -> None:
+        self.c = coordinator
+        self.now = coordinator.clock.now()
+
+    def progress(self) -> tuple[RunRow, Progress]:
+        run = self.c.store.run()
+        assert run is not None
+        return run, advance(
+            views(self.c.store.nodes()), cancelling=bool(run.cancelling), expired=bool(run.expired)
+        )
+
+    async def run(self) -> None:
+        store = self.c.store
+        loaded = store.run()
+        if loaded is None:
+            return
+        work = TickWork()
+        flow = self.c.flows.get(loaded.flow)
+        deferred = False
+        handled: set[tuple[str, str]] = set()
+        if flow is None:
+            self._flow_gone(loaded, work)
+        else:
+            self._expire(loaded)
+            applier = DecisionApplier(
+                store=store,
+                run=loaded,
+                flow=flow,
+                now_ms=self.now,
+                max_nodes=self.c.settings.max_nodes,
+                shards_of=self.c.shards_of,
+                new_id=self.c.new_id,
+                shards=self.c.shards,
+                runs=self.c.runs,
+            )
+            work = applier.work
+            deferred = await self._decide(applier, handled)
+            await self._dispatch(work)
+        run, progress = self.progress()
+        if flow is None:
+            # F-92: the run was failed outright; advance must not move it back to RUNNING.
+            progress = Progress([], run.state)
+        busy = bool(progress.decisions)
+        fresh = [d for d in progress.decisions if (d.type.value, d.id) not in handled]
+        self._settle(loaded, run, progress, work)
+        projected = await self._project()
+        notified = await self._notify_parent()
+        if await self._sweep(notified):
+            return
+        await self._rearm(deferred or bool(fresh) or projected or not notified, busy)
+
+    def _flow_gone(self, run: RunRow, work: TickWork) -> None:
+        """F-35 step 1, F-92 (port: only a RUNNING run fails, and the sweep is still armed)."""
+        if run.state != "RUNNING":
+            return
+        for node in self.c.store.nodes():
+            if node.state == "PENDING":
+                self.c.store.update_node(
+                    node.id, self.now, state="FAILED", error=f"flow is not registered: {run.flow}"
+                )
+                work.touched.add(node.id)
+        self.c.store.update_run(self.now, state="FAILED")
+        self.c.snapshot_run()
+
+    def _expire(self, run: RunRow) -> None:
+        """F-73: the deadline flag is set once, only while RUNNING, and persisted."""
+        if (
+            not run.expired
+            and run.state == "RUNNING"
+            and run.deadline_at is not None
+            and run.deadline_at <= self.now
+        ):
+            self.c.store.update_run(self.now, expired=1)
+
+    async def _decide(self, applier: DecisionApplier, handled: set[tuple[str, str]]) -> bool:
+        """F-35 step 3; returns True when decisions were deferred to the next tick."""
+        applied = 0
+        for _ in range(MAX_ROUNDS):
+            run, progress = self.progress()
+            fresh: list[Decision] = [d for d in progress.decisions if (d.type.value, d.id) not in handled]
+            if not fresh:
+                return False
+            for decision in fresh:
+                if applied >= MAX_DECISIONS:
+                    return True
+                handled.add((decision.type.value, decision.id))
+                applied += 1
+                await applier.apply(decision, bool(run.cancelling), bool(run.expired))
+        return False
+
+    async def _dispatch(self, work: TickWork) -> None:
+        """F-35 steps 4-5: enqueue every job, start every child run, then mark what started."""
+        for shard, inputs in work.jobs.items():
+            await self.c.shards.get(shard).enqueue_many(inputs)
+        store = self.c.store
+        for node_id in work.job_nodes:
+            if store.update_node_in_state(node_id, "PENDING", self.now, state="SCHEDULED"):
+                work.touched.add(node_id)
+        for start in work.child_starts:
+            peer = self.c.runs.get(start.child_run_id)
+            parent = {"runId": self.c.name, "nodeId": start.node_id}
+            run = store.run()
+            assert run is not None
+            try:
+                outcome = await peer.start(start.flow, start.input, None, parent, run.depth + 1)
+                mirrored = None if outcome.get("created") else await self._existing_child(start.child_run_id)
+            except Exception as exc:  # F-61: any failure to start fails the node
+                store.update_node(
+                    start.node_id, self.now, state="FAILED", error=f"failed to start child run: {exc}"
+                )
+                work.touched.add(start.node_id)
+                continue
+            # F-61 (port): RUNNING only while nothing has settled the node in the meantime.
+            values = {"state": mirrored} if mirrored else {"state": "RUNNING"}
+            if mirrored == "FAILED":
+                values["error"] = f"child run failed: {start.child_run_id}"
+            if store.update_node_in_state(start.node_id, "PENDING", self.now, **values):
+                work.touched.add(start.node_id)
+
+    async def _existing_child(self, child_run_id: str) -> str | None:
+        """F-65 (port): a resumed parent resumes its FAILED child; a finished child is mirrored at once."""
+        peer = self.c.runs.get(child_run_id)
+        state = await peer.state()
+        if state == "FAILED":
+            await peer.retry()
+            return None
+        return state if state in ("COMPLETED", "CANCELLED") else None
+
+    def _settle(self, loaded: RunRow, run: RunRow, progress: Progress, work: TickWork) -> None:
+        """F-35 step 6: persist a changed run state and snapshot what moved."""
+        if progress.state != run.state:
+            self.c.store.update_run(self.now, state=progress.state)
+            self.c.snapshot_run()
+        elif work.touched or run.expired != loaded.expired:
+            self.c.snapshot_run()
+        if work.touched:
+            self.c.snapshot_nodes(work.touched)
+
+    async def _project(self) -> bool:
+        """F-35 step 7; True when a full batch went out (more may be waiting)."""
+        rows = self.c.outbox.read()
+        if not rows:
+            return False
+        if self.c.read_model is not None:
+            runs = [{**r.snapshot, "seq": r.seq} for r in rows if r.kind == "run"]
+            nodes = [{**r.snapshot, "seq": r.seq} for r in rows if r.kind == "node"]
+            if runs:
+                await self.c.read_model.upsert_runs(runs)
+            if nodes:
+                await self.c.read_model.upsert_run_nodes(nodes)
+        self.c.outbox.delete_through(rows[-1].seq)
+        return len(rows) >= 200
+
+    async def _notify_parent(self) -> bool:
+        """F-63: tell the parent once the run is terminal; False when that call failed."""
+        run = self.c.store.run()
+        if run is None or run.state == "RUNNING" or run.parent_run_id is None or run.parent_notified:
+            return True
+        try:
+            await self.c.runs.get(run.parent_run_id).notify_child(str(run.parent_node_id), run.id, run.state)
+        except Exception:
+            self.log.exception("parent notification failed: %s", run.id)
+            return False
+        self.c.store.update_run(self.now, parent_notified=1)
+        return True
+
+    def _retention_ms(self, state: str) -> int:
+        settings = self.c.settings
+        return settings.failed_retention_ms if state == "FAILED" else settings.sweep_after_ms
+
+    async def _sweep(self, notified: bool) -> bool:
+        """F-82: delete the whole run once it is finished, projected, reported and old enough."""
+        run = self.c.store.run()
+        if run is None or run.state == "RUNNING" or not notified or not self.c.outbox.is_empty():
+            return False
+        if run.updated_at + self._retention_ms(run.state) > self.now:
+            return False
+        self.c.store.delete_everything()
+        await self.c.alarm_port.delete_alarm()
+        return True
+
+    async def _rearm(self, now_again: bool, busy: bool) -> None:
+        """F-35 step 9."""
+        run = self.c.store.run()
+        assert run is not None
+        if now_again:
+            await self.c.arm(self.now)
+        elif busy:
+            await self.c.arm(self.now + BUSY_RECHECK_MS)
+        elif run.state == "RUNNING":
+            if run.deadline_at is not None and not run.expired and run.deadline_at > self.now:
+                await self.c.arm(run.deadline_at)
+        else:
+            await self.c.arm(max(run.updated_at + self._retention_ms(run.state), self.now + SWEEP_FLOOR_MS))

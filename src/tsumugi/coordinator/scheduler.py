@@ -1,0 +1,223 @@
+"""Scheduler: the TsumugiScheduler Durable Object minus the Durable Object (S-12..S-20).
+
+Definitions live in code; storage holds one row per schedule with its next occurrence. Every tick
+reconciles code and rows, fires what is due (once per due row, S-11) and arms the alarm.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from tsumugi.clock import Clock
+from tsumugi.coordinator.run_ports import RunPeers
+from tsumugi.core.cron import parse_cron
+from tsumugi.core.flow.ids import scheduled_run_id
+from tsumugi.core.ids import format_job_id, resolve_shard, shard_name, shard_name_of
+from tsumugi.core.schedules import (
+    JOB_OPTIONS,
+    ScheduleContext,
+    ScheduleDef,
+    fingerprint,
+    next_occurrence,
+)
+from tsumugi.errors import ConfigurationError
+from tsumugi.ports import AlarmPort, JsonDict, ShardNamespace, SqlExecutor
+from tsumugi.storage.schedule_store import ScheduleRow, ScheduleStore
+
+log = logging.getLogger("tsumugi.scheduler")
+
+RETRY_MS: Final = 5000  # S-16: a failed tick tries again in five seconds
+ACTIVE_JOB_STATES: Final = frozenset({"SCHEDULED", "QUEUED", "RUNNING"})  # S-20
+WIRE_OPTIONS: Final = {
+    "max_attempts": "maxAttempts",
+    "backoff": "backoff",
+    "timeout_ms": "timeoutMs",
+    "priority": "priority",
+    "guarantee": "guarantee",
+    "concurrency_key": "concurrencyKey",
+}
+NO_RUN_BINDING: Final = "RUN binding is not configured, add the Run DO binding to wrangler"
+
+
+class Scheduler:
+    """Owns every schedule's timing state; one instance named ``scheduler`` (S-12)."""
+
+    def __init__(
+        self,
+        sql: SqlExecutor,
+        *,
+        clock: Clock,
+        alarm: AlarmPort,
+        schedules: Sequence[ScheduleDef],
+        shards: ShardNamespace,
+        runs: RunPeers | None,
+        shards_of: Mapping[str, int] | None = None,
+    ) -> None:
+        self.sql = sql
+        self.store = ScheduleStore(sql)
+        self.clock = clock
+        self.alarm_port = alarm
+        self.defs = {d.name: d for d in schedules}
+        self.fingerprint = fingerprint(list(schedules))
+        self.shards = shards
+        self.runs = runs
+        self.shards_of = shards_of or {}
+        self.ticking = False
+
+    async def list(self) -> list[dict[str, Any]]:
+        """Every schedule ordered by name, as stored; no reconcile (S-14, S-21)."""
+        return [row.listing() for row in self.store.rows()]
+
+    async def sync(self) -> None:
+        """Reconcile with the code, then arm (S-14)."""
+        self.sql.transaction(lambda: self._reconcile(self.clock.now()))
+        await self._arm()
+
+    async def alarm(self) -> None:
+        """The tick (S-16)."""
+        if self.ticking:
+            return  # the running tick re-arms
+        self.ticking = True
+        try:
+            now = self.clock.now()
+            self.sql.transaction(lambda: self._reconcile(now))
+            for row in self.store.due(now):
+                spec = self.defs.get(row.name)
+                if spec is None:
+                    self.store.delete(row.name)
+                    continue
+                await self._fire(row, spec, now)
+            await self._arm()
+        except Exception:
+            log.exception("scheduler tick failed")
+            await self.alarm_port.set_alarm(self.clock.now() + RETRY_MS)
+        finally:
+            self.ticking = False
+
+    # ------------------------------------------------------------------ internals
+    def _reconcile(self, now: int) -> None:
+        """S-13: add new names, re-phase changed timings, keep next_run_at otherwise, drop vanished."""
+        if self.store.fingerprint() == self.fingerprint:
+            return
+        rows = {row.name: row for row in self.store.rows()}
+        for name, spec in self.defs.items():
+            row = rows.pop(name, None)
+            if row is None:
+                first = _next(spec.every_ms, spec.cron, None, now)
+                self.store.insert(
+                    name, spec.kind, spec.target, spec.every_ms, spec.cron, spec.overlap, first, now
+                )
+            elif (row.every_ms, row.cron) != (spec.every_ms, spec.cron):
+                self.store.update(
+                    name,
+                    now,
+                    kind=spec.kind,
+                    target=spec.target,
+                    every_ms=spec.every_ms,
+                    cron=spec.cron,
+                    overlap=spec.overlap,
+                    next_run_at=_next(spec.every_ms, spec.cron, None, now),
+                )
+            elif (row.kind, row.target, row.overlap) != (spec.kind, spec.target, spec.overlap):
+                self.store.update(name, now, kind=spec.kind, target=spec.target, overlap=spec.overlap)
+        for name in rows:
+            self.store.delete(name)
+        self.store.set_fingerprint(self.fingerprint)
+
+    async def _arm(self) -> None:
+        """S-15: the earliest next_run_at, unconditionally; no rows, no alarm."""
+        earliest = self.store.earliest()
+        if earliest is None:
+            await self.alarm_port.delete_alarm()
+        else:
+            await self.alarm_port.set_alarm(earliest)
+
+    async def _fire(self, row: ScheduleRow, spec: ScheduleDef, now: int) -> None:
+        """S-17: fire the stored occurrence once; missed ones are dropped; failures move on too."""
+        occurrence = row.next_run_at
+        following = _next(spec.every_ms, spec.cron, occurrence, now)
+        try:
+            if spec.overlap == "skip" and await self._active(row, spec):
+                self.store.update(
+                    row.name,
+                    now,
+                    skipped_count=row.skipped_count + 1,
+                    last_skipped_at=now,
+                    next_run_at=following,
+                )
+                return
+            job_id, run_id = await self._launch(spec, occurrence)
+        except Exception as exc:
+            log.exception("schedule %s failed to fire", row.name)
+            self.store.update(row.name, now, last_error=str(exc) or type(exc).__name__, next_run_at=following)
+            return
+        self.store.update(
+            row.name,
+            now,
+            last_run_at=occurrence,
+            last_fired_at=now,
+            last_job_id=job_id,
+            last_run_id=run_id,
+            last_error=None,
+            next_run_at=following,
+        )
+
+    async def _active(self, row: ScheduleRow, spec: ScheduleDef) -> bool:
+        """S-20: is the previous firing still going?"""
+        if spec.kind == "job":
+            if row.last_job_id is None:
+                return False
+            state = await self.shards.get(shard_name_of(row.last_job_id)).state_of(row.last_job_id)
+            return state in ACTIVE_JOB_STATES
+        if row.last_run_id is None:
+            return False
+        return await self._runs().get(row.last_run_id).state() == "RUNNING"
+
+    async def _launch(self, spec: ScheduleDef, occurrence: int) -> tuple[str | None, str | None]:
+        """Enqueue the job or start the run of one occurrence; ids derive from it (S-18)."""
+        definition = spec.definition
+        context = ScheduleContext(scheduled_at=occurrence)
+        if spec.kind == "job":
+            payload = await _resolve(definition.get("payload"), context)
+            partition_key = definition.get("partition_key")
+            shard = resolve_shard(spec.target, self.shards_of.get(spec.target, 1), partition_key)
+            job_id = format_job_id(spec.target, shard, f"{spec.name}-{occurrence}")
+            job: JsonDict = {"binding": spec.target, "payload": payload, "id": job_id}
+            if partition_key is not None:
+                job["partitionKey"] = partition_key
+            for option in JOB_OPTIONS:
+                if definition.get(option) is not None:
+                    job[WIRE_OPTIONS[option]] = _wire(definition[option])
+            await self.shards.get(shard_name(spec.target, shard)).enqueue_many([job])
+            return job_id, None
+        runs = self._runs()
+        flow_input = await _resolve(definition.get("input"), context)
+        run_id = scheduled_run_id(spec.target, spec.name, occurrence)
+        await runs.get(run_id).start(spec.target, flow_input, definition.get("deadline_ms"))
+        return None, run_id
+
+    def _runs(self) -> RunPeers:
+        if self.runs is None:
+            raise ConfigurationError(NO_RUN_BINDING)
+        return self.runs
+
+
+def _next(every_ms: int | None, cron: str | None, previous: int | None, now: int) -> int:
+    return next_occurrence(every_ms, parse_cron(cron) if cron is not None else None, previous, now)
+
+
+async def _resolve(value: Any, context: ScheduleContext) -> Any:
+    """S-4: a value, or a function (sync or async) of the schedule context."""
+    if callable(value):
+        value = value(context)
+        if inspect.isawaitable(value):
+            value = await value
+    return value
+
+
+def _wire(value: Any) -> Any:
+    to_wire = getattr(value, "to_wire", None)
+    return to_wire() if callable(to_wire) else value

@@ -1,0 +1,1 @@
+"""Flows as pure data and decisions: ids, the definition model, validation, ``advance``."""

@@ -1,0 +1,166 @@
+"""The run-progress decision ``advance`` (F-29..F-33) with trigger gating (T-1..T-5).
+
+Pure: node views in, decisions and the run state out. The coordinator and ``simulate_flow`` apply the
+decisions; ``when`` conditions are evaluated by whoever applies a start, because only they hold the code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Final
+
+TERMINAL_NODE_STATES: Final = frozenset({"COMPLETED", "FAILED", "CANCELLED", "STALLED", "SKIPPED"})  # F-29
+FAILED_NODE_STATES: Final = frozenset({"FAILED", "STALLED", "CANCELLED"})  # T-1: "actually failed"
+FAN_OUT_ORIGIN: Final = "fanOut"
+
+
+class DecisionType(StrEnum):
+    START = "start"
+    START_RUN = "startRun"
+    EXPAND = "expand"
+    AGGREGATE = "aggregate"
+    SKIP = "skip"
+    CANCEL = "cancel"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    """What ``advance`` needs to know about one node row."""
+
+    id: str
+    state: str
+    container: bool = False
+    subflow: bool = False
+    parent: str | None = None
+    origin: str = "static"
+    after: tuple[str, ...] = ()
+    trigger: str = "success"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    type: DecisionType
+    id: str
+    reason: str | None = None  # T-6: why a node is skipped
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    decisions: list[Decision] = field(default_factory=list)
+    state: str = "RUNNING"
+
+
+def is_node_terminal(state: str) -> bool:
+    """F-29."""
+    return state in TERMINAL_NODE_STATES
+
+
+class _Tree:
+    """settled / succeeded / failed of every node, computed children-first without recursion.
+
+    Spawn chains can nest thousands deep (a page spawning the next page), so recursion is not an option.
+    """
+
+    def __init__(self, nodes: Sequence[NodeView]) -> None:
+        self.by_id = {n.id: n for n in nodes}
+        self.children: dict[str, list[NodeView]] = {}
+        for n in nodes:
+            if n.parent is not None:
+                self.children.setdefault(n.parent, []).append(n)
+        self._settled: dict[str, bool] = {}
+        self._succeeded: dict[str, bool] = {}
+        self._failed: dict[str, bool] = {}
+        depth = self._depths(nodes)
+        for node in sorted(nodes, key=lambda n: depth[n.id], reverse=True):
+            kids = self.kids(node)
+            # F-30: terminal, and so is every descendant.
+            self._settled[node.id] = is_node_terminal(node.state) and all(self._settled[c.id] for c in kids)
+            # F-31: fan-out children never affect their container; spawned children always do.
+            self._succeeded[node.id] = (
+                self._settled[node.id]
+                and node.state == "COMPLETED"
+                and all(c.origin == FAN_OUT_ORIGIN or self._succeeded[c.id] for c in kids)
+            )
+            # T-1/T-5: the node or a non-fan-out descendant actually failed (SKIPPED is not a failure).
+            self._failed[node.id] = node.state in FAILED_NODE_STATES or any(
+                c.origin != FAN_OUT_ORIGIN and self._failed[c.id] for c in kids
+            )
+
+    def _depths(self, nodes: Sequence[NodeView]) -> dict[str, int]:
+        """Distance from the root of each node's parent chain."""
+        depth: dict[str, int] = {}
+        for node in nodes:
+            path: list[str] = []
+            current: NodeView | None = node
+            while current is not None and current.id not in depth and current.id not in path:
+                path.append(current.id)
+                current = self.by_id.get(current.parent) if current.parent is not None else None
+            base = depth[current.id] if current is not None and current.id in depth else -1
+            for offset, node_id in enumerate(reversed(path)):
+                depth[node_id] = base + 1 + offset
+        return depth
+
+    def kids(self, node: NodeView) -> list[NodeView]:
+        return self.children.get(node.id, [])
+
+    def settled(self, node: NodeView) -> bool:
+        return self._settled[node.id]
+
+    def succeeded(self, node: NodeView) -> bool:
+        return self._succeeded[node.id]
+
+    def failed(self, node: NodeView) -> bool:
+        return self._failed[node.id]
+
+
+def _gate(node: NodeView, tree: _Tree) -> Decision | None:
+    """The decision for a PENDING node once its dependencies allow one (F-32 step 3, T-1, T-2)."""
+    missing = next((d for d in node.after if d not in tree.by_id), None)
+    if missing is not None:
+        return Decision(DecisionType.SKIP, node.id, f"dependency is missing: {missing}")
+    deps = [tree.by_id[d] for d in node.after]
+    if not all(tree.settled(d) for d in deps):
+        return None
+    if node.trigger == "failure":
+        if not any(tree.failed(d) for d in deps):
+            return Decision(DecisionType.SKIP, node.id, "trigger not met: no dependency failed")
+    elif node.trigger != "always":
+        blocker = next((d for d in deps if not tree.succeeded(d)), None)
+        if blocker is not None:
+            verb = "failed" if tree.failed(blocker) else "did not run"
+            return Decision(DecisionType.SKIP, node.id, f"trigger not met: dependency {verb}: {blocker.id}")
+    if node.container:
+        return Decision(DecisionType.EXPAND, node.id)
+    return Decision(DecisionType.START_RUN if node.subflow else DecisionType.START, node.id)
+
+
+def advance(nodes: Sequence[NodeView], *, cancelling: bool, expired: bool = False) -> Progress:
+    """Decide what happens next in a run and what state it is in (F-32, F-33, T-5)."""
+    tree = _Tree(nodes)
+    halting = cancelling or expired
+    decisions: list[Decision] = []
+    for node in nodes:
+        if node.container and node.state == "RUNNING" and all(tree.settled(c) for c in tree.kids(node)):
+            decisions.append(Decision(DecisionType.AGGREGATE, node.id))
+        elif halting:
+            if node.state in ("PENDING", "SCHEDULED") or (node.subflow and node.state == "RUNNING"):
+                decisions.append(Decision(DecisionType.CANCEL, node.id))
+        elif node.state == "PENDING":
+            decision = _gate(node, tree)
+            if decision is not None:
+                decisions.append(decision)
+    return Progress(decisions, _run_state(nodes, tree, cancelling=cancelling, expired=expired))
+
+
+def _run_state(nodes: Sequence[NodeView], tree: _Tree, *, cancelling: bool, expired: bool) -> str:
+    """F-33 with T-5: FAILED only when some node actually failed, the run expired or never settled."""
+    roots = [n for n in nodes if n.parent is None]
+    if not all(tree.settled(r) for r in roots):
+        return "RUNNING"
+    if cancelling:
+        return "CANCELLED"
+    if expired or any(tree.failed(r) for r in roots):
+        return "FAILED"
+    return "COMPLETED"

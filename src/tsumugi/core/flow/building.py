@@ -1,0 +1,103 @@
+"""What a node turns into when it starts: deps, payload and job options, fan-out children (F-40..F-52).
+
+Shared by the run coordinator and ``simulate_flow`` so both build exactly the same payloads.
+Mapping functions are user code; exceptions they raise propagate to the caller.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from tsumugi.core.flow.ids import child_node_id
+from tsumugi.core.flow.model import JOB_OPTION_KEYS, NodeSpec, call_mapper
+
+DepValue = Callable[[str], Any]  # node id -> what a dependent sees for it (F-42)
+WHEN_FALSE: Final = "when condition was false"  # T-6: the reason written for a when-skip (ADR-0070)
+
+
+@dataclass(frozen=True, slots=True)
+class ChildDraft:
+    """A fan-out child before insertion: payload and options are frozen now (F-49, F-52)."""
+
+    id: str
+    key: str
+    binding: str
+    payload: Any
+    options: dict[str, Any]
+
+
+def build_deps(spec: NodeSpec, dep_value: DepValue) -> dict[str, Any]:
+    """``deps`` keyed by the current code's ``after`` names (F-42, F-91)."""
+    return {name: dep_value(node_id) for name, node_id in spec.after.items()}
+
+
+def wire_option(value: Any) -> Any:
+    """A job option as JSON-shaped data (backoff objects become their stored camelCase dict)."""
+    to_wire = getattr(value, "to_wire", None)
+    if callable(to_wire):
+        return to_wire()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value
+
+
+def static_options(spec: NodeSpec) -> dict[str, Any]:
+    """The node's job options in camelCase, unset ones left out (F-14)."""
+    return {k: wire_option(v) for k, v in spec.options.items() if v is not None}
+
+
+def build_job(spec: NodeSpec, flow_input: Any, deps: Mapping[str, Any]) -> dict[str, Any]:
+    """``{payload, ...options, concurrencyKey?}`` of a static job node, from the current code (F-40)."""
+    assert spec.input is not None
+    job: dict[str, Any] = {"payload": call_mapper(spec.input, flow_input, deps), **static_options(spec)}
+    key = spec.concurrency_key
+    if callable(key):
+        job["concurrencyKey"] = call_mapper(key, flow_input, deps)
+    elif key is not None:
+        job["concurrencyKey"] = key
+    return job
+
+
+def subflow_input(spec: NodeSpec, flow_input: Any, deps: Mapping[str, Any]) -> Any:
+    """The child run's input, evaluated when the child starts (F-36 ``startRun``)."""
+    assert spec.input is not None
+    return call_mapper(spec.input, flow_input, deps)
+
+
+def when_allows(spec: NodeSpec, flow_input: Any, deps: Mapping[str, Any]) -> bool:
+    """T-4: a node without ``when`` always runs; an exception propagates (the node then FAILS)."""
+    return spec.when is None or bool(call_mapper(spec.when, flow_input, deps))
+
+
+def expand_fan_out(spec: NodeSpec, flow_input: Any, deps: Mapping[str, Any]) -> list[ChildDraft]:
+    """The children of a fan-out container, first key wins (F-49, F-51).
+
+    Raises InvalidFlowError for a key outside the node-id charset (F-3).
+    """
+    assert spec.over is not None and spec.input is not None
+    items = list(call_mapper(spec.over, flow_input, deps))
+    options = static_options(spec)
+    drafts: dict[str, ChildDraft] = {}
+    for index, item in enumerate(items):
+        key = str(call_mapper(spec.key, item, index)) if spec.key is not None else str(index)
+        child_id = child_node_id(spec.id, key)
+        if child_id in drafts:
+            continue
+        child_options = dict(options)
+        ckey = spec.concurrency_key
+        if callable(ckey):
+            child_options["concurrencyKey"] = call_mapper(ckey, item, index)
+        elif ckey is not None:
+            child_options["concurrencyKey"] = ckey
+        payload = call_mapper(spec.input, item, flow_input, index)
+        drafts[child_id] = ChildDraft(child_id, key, spec.binding, payload, child_options)
+    return list(drafts.values())
+
+
+def spawn_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Spawn options in camelCase, whichever spelling the performer used (F-55)."""
+    wire_names = {**JOB_OPTION_KEYS, "concurrency_key": "concurrencyKey"}
+    return {wire_names.get(k, k): wire_option(v) for k, v in (options or {}).items() if v is not None}

@@ -1,0 +1,144 @@
+"""The flow definition model: node specs, the Flow object and its persisted shape (F-2, F-11..F-18)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Final
+
+from tsumugi.errors import InvalidFlowError
+
+
+class NodeKind(StrEnum):
+    JOB = "job"
+    FAN_OUT = "fanOut"
+    SUBFLOW = "subflow"
+
+
+class Trigger(StrEnum):
+    """When a node with dependencies runs (T-1)."""
+
+    SUCCESS = "success"
+    FAILURE = "failure"
+    ALWAYS = "always"
+
+
+# Python option name -> the camelCase key of the enqueue input (J-1: wire keys keep the original spelling).
+JOB_OPTION_KEYS: Final[dict[str, str]] = {
+    "max_attempts": "maxAttempts",
+    "backoff": "backoff",
+    "delay_ms": "delayMs",
+    "run_at": "runAt",
+    "timeout_ms": "timeoutMs",
+    "priority": "priority",
+    "guarantee": "guarantee",
+}
+
+Mapper = Callable[..., Any]
+ConcurrencyKey = str | Callable[..., str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    """One declared node. Functions live here only; the run stores the shape (F-18)."""
+
+    id: str
+    kind: NodeKind
+    binding: str
+    after: Mapping[str, str]  # deps name -> node id (F-13)
+    input: Mapper | None
+    over: Mapper | None = None
+    key: Mapper | None = None
+    when: Mapper | None = None
+    trigger: Trigger | None = None  # None: the default, "success" (T-1)
+    options: Mapping[str, Any] = field(default_factory=dict)  # camelCase job options (F-14)
+    concurrency_key: ConcurrencyKey = None
+    target: Flow | None = None  # subflow target, found by identity among registered flows (F-16)
+    collect: bool = False  # ADR-0072: fan-out results readable downstream
+
+    @property
+    def edges(self) -> tuple[str, ...]:
+        """The de-duplicated dependency ids in first-seen order (F-13)."""
+        return tuple(dict.fromkeys(self.after.values()))
+
+    @property
+    def effective_trigger(self) -> Trigger:
+        return self.trigger or Trigger.SUCCESS
+
+
+class Flow:
+    """A DAG definition living in code (F-1). Build one with ``create_flow(performers)``."""
+
+    __slots__ = ("_by_id", "deadline_ms", "nodes")
+
+    def __init__(self, nodes: tuple[NodeSpec, ...], deadline_ms: int | None) -> None:
+        if not nodes:
+            raise InvalidFlowError("no nodes are declared")
+        self.nodes = nodes
+        self.deadline_ms = deadline_ms
+        self._by_id = {n.id: n for n in nodes}
+
+    def node(self, node_id: str) -> NodeSpec | None:
+        """The spec of a static node, or None when the code no longer declares it (F-92)."""
+        return self._by_id.get(node_id)
+
+    def __repr__(self) -> str:
+        return f"Flow(nodes={[n.id for n in self.nodes]!r}, deadline_ms={self.deadline_ms!r})"
+
+
+def validate_deadline_ms(value: object) -> int:
+    """A positive integer of milliseconds; integral floats pass as in JS, bools never (F-11)."""
+    if isinstance(value, float) and value.is_integer() and value > 0:
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InvalidFlowError(f"deadline_ms must be a positive integer: {value!r}")
+    return value
+
+
+def flow_name_of(flow: Flow, flows: Mapping[str, Flow]) -> str | None:
+    """The first registered name whose value is ``flow`` itself (F-16: identity, first key wins)."""
+    return next((name for name, candidate in flows.items() if candidate is flow), None)
+
+
+def shape_of(flow: Flow, flows: Mapping[str, Flow]) -> list[dict[str, Any]]:
+    """The structure pinned at run start: ``{id, binding, container, after[], subflow?}`` (F-18)."""
+    shape: list[dict[str, Any]] = []
+    for spec in flow.nodes:
+        entry: dict[str, Any] = {
+            "id": spec.id,
+            "binding": spec.binding,
+            "container": spec.kind is NodeKind.FAN_OUT,
+            "after": list(spec.edges),
+        }
+        if spec.kind is NodeKind.SUBFLOW:
+            name = flow_name_of(spec.target, flows) if spec.target is not None else None
+            if name is None:
+                raise InvalidFlowError(f"subflow target is not registered: {spec.id}")
+            entry["subflow"] = name
+        if spec.trigger is not None:
+            entry["trigger"] = spec.trigger.value  # T-1: pinned with the edges it reads
+        shape.append(entry)
+    return shape
+
+
+def positional_arity(fn: Callable[..., Any]) -> int | None:
+    """How many positional arguments ``fn`` accepts; None means any number."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    count = 0
+    for param in params:
+        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+            return None
+        if param.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            count += 1
+    return count
+
+
+def call_mapper(fn: Callable[..., Any], *args: Any) -> Any:
+    """Call a mapping function with only as many arguments as it declares (§1, port decision)."""
+    arity = positional_arity(fn)
+    return fn(*(args if arity is None else args[:arity]))

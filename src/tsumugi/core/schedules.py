@@ -1,0 +1,150 @@
+"""Schedule definitions and their occurrence arithmetic (S-1..S-5, S-10, S-11)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from tsumugi.core import jsonwire
+from tsumugi.core.cron import CronSpec, next_cron_at, parse_cron
+from tsumugi.errors import InvalidCronError, InvalidScheduleError
+
+_NAME_RE: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")  # S-2.1: names become part of job and run ids
+MIN_EVERY_MS: Final = 1000  # S-2.5: the scheduler's alarm granularity
+CRON_PROBE_FROM_MS: Final = 1_704_067_200_000  # S-2.6: 2024-01-01T00:00Z
+JOB_OPTIONS: Final = ("max_attempts", "backoff", "timeout_ms", "priority", "guarantee", "concurrency_key")
+_FORBIDDEN: Final = ("unique_key", "delay_ms", "run_at")  # S-3
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleContext:
+    """What a schedule's payload or input function receives (S-4)."""
+
+    scheduled_at: int  # the occurrence being fired, epoch ms (not the wall-clock firing time)
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleDef:
+    """One normalized schedule; ``definition`` is the code's dict (payload/input, job options)."""
+
+    name: str
+    kind: str  # "job" | "flow"
+    target: str
+    every_ms: int | None
+    cron: str | None
+    overlap: str
+    definition: Mapping[str, Any]
+
+    def fingerprint_entry(self) -> dict[str, Any]:
+        """S-5: what the fingerprint covers (not payloads, inputs or job options)."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "target": self.target,
+            "every_ms": self.every_ms,
+            "cron": self.cron,
+            "overlap": self.overlap,
+        }
+
+
+def _integral(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, int) else None
+
+
+def _timing(name: str, spec: Mapping[str, Any]) -> tuple[int | None, str | None]:
+    """S-2 steps 4-6."""
+    has_every, has_cron = spec.get("every_ms") is not None, spec.get("cron") is not None
+    if has_every == has_cron:
+        raise InvalidScheduleError(f"exactly one of every_ms and cron is required: {name}")
+    if has_every:
+        every = _integral(spec["every_ms"])
+        if every is None or every < MIN_EVERY_MS:
+            raise InvalidScheduleError(f"every_ms must be an integer of at least 1000: {name}")
+        return every, None
+    try:
+        parsed = parse_cron(spec["cron"])
+        next_cron_at(parsed, CRON_PROBE_FROM_MS)
+    except InvalidCronError as exc:
+        raise InvalidScheduleError(f"invalid cron in schedule {name}: {exc}") from exc
+    return None, parsed.expr
+
+
+def _target(
+    name: str,
+    spec: Mapping[str, Any],
+    shards_of: Mapping[str, int],
+    requires_of: Mapping[str, Collection[str]],
+    flow_names: Collection[str],
+) -> tuple[str, str]:
+    """S-2 steps 7-8 and S-3."""
+    if (spec.get("binding") is None) == (spec.get("flow") is None):
+        raise InvalidScheduleError(f"exactly one of binding and flow is required: {name}")
+    if spec.get("flow") is not None:
+        flow = str(spec["flow"])
+        if flow not in flow_names:
+            raise InvalidScheduleError(f"flow is not registered: {name} -> {flow}")
+        if "input" not in spec:
+            raise InvalidScheduleError(f"input is required: {name}")
+        return "flow", flow
+    binding = str(spec["binding"])
+    if binding not in shards_of:
+        raise InvalidScheduleError(f"binding is not registered: {name} -> {binding}")
+    if "payload" not in spec:
+        raise InvalidScheduleError(f"payload is required: {name}")
+    if shards_of[binding] > 1 and spec.get("partition_key") is None:
+        raise InvalidScheduleError(f"partition_key is required for a sharded binding: {name} -> {binding}")
+    requires = requires_of.get(binding, ())
+    if "unique_key" in requires:
+        raise InvalidScheduleError(f"{binding} requires unique_key, which schedules cannot set: {name}")
+    if "concurrency_key" in requires and spec.get("concurrency_key") is None:
+        raise InvalidScheduleError(f"concurrency_key is required by {binding}: {name}")
+    return "job", binding
+
+
+def normalize_schedules(
+    schedules: Mapping[str, Mapping[str, Any]],
+    *,
+    shards_of: Mapping[str, int],
+    requires_of: Mapping[str, Collection[str]],
+    flow_names: Collection[str],
+) -> list[ScheduleDef]:
+    """Validate every definition in S-2 order and return them sorted by name (S-5)."""
+    normalized: list[ScheduleDef] = []
+    for name, spec in schedules.items():
+        if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+            raise InvalidScheduleError(
+                f"invalid schedule name: {jsonwire.quote(str(name))} "
+                "(alphanumeric, hyphen and underscore, up to 64 chars)"
+            )
+        for key in _FORBIDDEN:
+            if key in spec:
+                raise InvalidScheduleError(f"{key} is not allowed in a schedule: {name}")
+        overlap = spec.get("overlap", "skip")
+        if overlap not in ("skip", "overlap"):
+            raise InvalidScheduleError(f"overlap must be 'skip' or 'overlap': {name}")
+        every_ms, cron = _timing(name, spec)
+        kind, target = _target(name, spec, shards_of, requires_of, flow_names)
+        normalized.append(ScheduleDef(name, kind, target, every_ms, cron, overlap, spec))
+    return sorted(normalized, key=lambda d: d.name)
+
+
+def fingerprint(defs: Collection[ScheduleDef]) -> str:
+    """The compact JSON of the normalized list, independent of declaration order (S-5)."""
+    return jsonwire.dumps([d.fingerprint_entry() for d in sorted(defs, key=lambda d: d.name)])
+
+
+def next_occurrence(every_ms: int | None, cron: CronSpec | None, previous: int | None, now_ms: int) -> int:
+    """The next occurrence strictly after ``now_ms``, keeping the phase of ``previous`` (S-10, S-11)."""
+    if every_ms is not None:
+        if previous is None:
+            return now_ms + every_ms
+        missed = (max(now_ms, previous) - previous) // every_ms
+        return previous + every_ms * (missed + 1)
+    assert cron is not None
+    return next_cron_at(cron, max(now_ms, previous if previous is not None else now_ms))

@@ -1,0 +1,38 @@
+"""The run's outbox: snapshots written with each change, projected later (F-25, F-35 step 7, F-84)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final, NamedTuple
+
+from tsumugi.core import jsonwire
+from tsumugi.ports import SqlExecutor
+
+PROJECT_BATCH: Final = 200  # F-35 step 7: rows projected per tick; a longer backlog re-arms at once
+
+
+class OutboxRow(NamedTuple):
+    seq: int
+    kind: str  # "run" | "node"
+    snapshot: dict[str, Any]
+
+
+class RunOutbox:
+    def __init__(self, sql: SqlExecutor) -> None:
+        self.sql = sql
+
+    def append(self, kind: str, target: str, snapshot: Mapping[str, Any]) -> None:
+        self.sql.execute(
+            "INSERT INTO run_outbox (kind, target, snapshot) VALUES (?, ?, ?)",
+            [kind, target, jsonwire.dumps(snapshot)],
+        )
+
+    def read(self, limit: int = PROJECT_BATCH) -> list[OutboxRow]:
+        rows = self.sql.execute("SELECT seq, kind, snapshot FROM run_outbox ORDER BY seq LIMIT ?", [limit])
+        return [OutboxRow(int(r[0] or 0), str(r[1]), jsonwire.loads(str(r[2]))) for r in rows]
+
+    def delete_through(self, seq: int) -> None:
+        self.sql.execute("DELETE FROM run_outbox WHERE seq <= ?", [seq])
+
+    def is_empty(self) -> bool:
+        return not self.sql.execute("SELECT 1 FROM run_outbox LIMIT 1")

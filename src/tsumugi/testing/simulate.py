@@ -1,0 +1,189 @@
+"""``simulate_flow``: the order and payloads of a flow's nodes without actors or performers (F-94, F-95)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from tsumugi.core.flow.advance import DecisionType, NodeView, advance
+from tsumugi.core.flow.building import (
+    WHEN_FALSE,
+    build_deps,
+    build_job,
+    expand_fan_out,
+    subflow_input,
+    when_allows,
+)
+from tsumugi.core.flow.model import Flow, NodeKind, NodeSpec
+from tsumugi.core.flow.results import collected_dep_value, fan_out_summary
+
+__all__ = ["SimulatedNode", "SimulationResult", "simulate_flow"]
+
+MAX_ROUNDS: Final = 1000  # F-94: a bound on decision rounds; a finite flow settles long before
+
+
+@dataclass(frozen=True, slots=True)
+class SimulatedNode:
+    """One recorded node; ``error`` carries a skip reason or a failing ``when`` (T-4, T-6)."""
+
+    id: str
+    binding: str
+    payload: Any
+    state: str
+    result: Any
+    parent: str | None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SimulationResult:
+    nodes: list[SimulatedNode] = field(default_factory=list)
+    state: str = "RUNNING"
+
+
+@dataclass(slots=True)
+class _Child:
+    view: NodeView
+    binding: str
+    payload: Any
+
+
+Results = Mapping[str, Any] | Callable[[dict[str, Any]], Any] | None
+
+
+class _Simulation:
+    def __init__(self, flow: Flow, flow_input: Any, results: Results, fails: Collection[str]) -> None:
+        self.flow = flow
+        self.flow_input = flow_input
+        self.results = results
+        self.fails = frozenset(fails)
+        self.views: dict[str, NodeView] = {
+            spec.id: NodeView(
+                spec.id,
+                "PENDING",
+                container=spec.kind is NodeKind.FAN_OUT,
+                after=spec.edges,
+                trigger=spec.effective_trigger.value,
+            )
+            for spec in flow.nodes
+        }
+        self.children: dict[str, _Child] = {}
+        self.recorded: dict[str, Any] = {}
+        self.out: list[SimulatedNode] = []
+
+    def run(self) -> SimulationResult:
+        for _ in range(MAX_ROUNDS):
+            progress = advance(list(self.views.values()), cancelling=False)
+            if not progress.decisions:
+                break
+            for decision in progress.decisions:
+                self.apply(decision.type, decision.id, decision.reason)
+        return SimulationResult(self.out, advance(list(self.views.values()), cancelling=False).state)
+
+    def dep_value(self, node_id: str) -> Any:
+        spec = self.flow.node(node_id)
+        value = self.recorded.get(node_id)
+        if spec is not None and spec.collect and isinstance(value, dict):
+            kids = {c.view.id.rpartition(":")[2]: self.recorded.get(c.view.id) for c in self._kids(node_id)}
+            return collected_dep_value(value, kids)
+        return value
+
+    def apply(self, kind: DecisionType, node_id: str, reason: str | None) -> None:
+        view = self.views[node_id]
+        if kind is DecisionType.SKIP:
+            self.record(view, self._binding(node_id), None, "SKIPPED", None, reason)
+        elif kind is DecisionType.AGGREGATE:
+            summary = fan_out_summary(c.view.state for c in self._kids(node_id))
+            self.record(view, self._binding(node_id), None, "COMPLETED", summary)
+        elif kind is DecisionType.EXPAND:
+            self.expand(self._spec(node_id))
+        else:
+            self.start(view)
+
+    def start(self, view: NodeView) -> None:
+        child = self.children.get(view.id)
+        if child is not None:
+            binding, payload = child.binding, child.payload
+        else:
+            spec = self._spec(view.id)
+            deps = build_deps(spec, self.dep_value)
+            try:
+                allowed = when_allows(spec, self.flow_input, deps)
+            except Exception as exc:
+                self.record(view, spec.binding, None, "FAILED", None, str(exc))
+                return
+            if not allowed:
+                self.record(view, spec.binding, None, "SKIPPED", None, WHEN_FALSE)
+                return
+            binding = spec.binding
+            if spec.kind is NodeKind.SUBFLOW:
+                payload = subflow_input(spec, self.flow_input, deps)
+            else:
+                payload = build_job(spec, self.flow_input, deps)["payload"]
+        if view.id in self.fails:
+            self.record(view, binding, payload, "FAILED", None)
+            return
+        self.record(view, binding, payload, "COMPLETED", self._result(view.id, binding, payload))
+
+    def expand(self, spec: NodeSpec) -> None:
+        deps = build_deps(spec, self.dep_value)
+        view = self.views[spec.id]
+        try:
+            allowed = when_allows(spec, self.flow_input, deps)
+        except Exception as exc:
+            self.record(view, spec.binding, None, "FAILED", None, str(exc))
+            return
+        if not allowed:
+            self.record(view, spec.binding, None, "SKIPPED", None, WHEN_FALSE)
+            return
+        for draft in expand_fan_out(spec, self.flow_input, deps):
+            child_view = NodeView(draft.id, "PENDING", parent=spec.id, origin="fanOut")
+            self.children[draft.id] = _Child(child_view, draft.binding, draft.payload)
+            self.views[draft.id] = child_view
+        self.views[spec.id] = _with_state(view, "RUNNING")  # F-94: nothing is recorded for an expansion
+
+    def record(
+        self, view: NodeView, binding: str, payload: Any, state: str, result: Any, error: str | None = None
+    ) -> None:
+        updated = _with_state(view, state)
+        self.views[view.id] = updated
+        if view.id in self.children:
+            self.children[view.id].view = updated
+        self.recorded[view.id] = result
+        self.out.append(SimulatedNode(view.id, binding, payload, state, result, view.parent, error))
+
+    def _result(self, node_id: str, binding: str, payload: Any) -> Any:
+        if callable(self.results):
+            return self.results({"id": node_id, "binding": binding, "payload": payload})
+        return (self.results or {}).get(node_id)
+
+    def _binding(self, node_id: str) -> str:
+        child = self.children.get(node_id)
+        return child.binding if child is not None else self._spec(node_id).binding
+
+    def _spec(self, node_id: str) -> NodeSpec:
+        spec = self.flow.node(node_id)
+        assert spec is not None  # the views come from this flow's own declarations
+        return spec
+
+    def _kids(self, parent: str) -> list[_Child]:
+        return [c for c in self.children.values() if c.view.parent == parent]
+
+
+def _with_state(view: NodeView, state: str) -> NodeView:
+    return NodeView(
+        view.id, state, view.container, view.subflow, view.parent, view.origin, view.after, view.trigger
+    )
+
+
+def simulate_flow(
+    flow: Flow, input: Any, *, results: Results = None, fails: Collection[str] = ()
+) -> SimulationResult:
+    """Run ``advance`` to the end with made-up node outcomes (F-94).
+
+    ``results`` maps node ids to return values (taken literally), or is a function of ``{id, binding,
+    payload}``. Nodes listed in ``fails`` fail. Subflow nodes act as plain nodes whose payload is the child
+    run's input; spawns, deadlines and the node limit are not simulated.
+    """
+    return _Simulation(flow, input, results, fails).run()
