@@ -84,3 +84,66 @@ class RetryAfter(PerformerSignal):
         super().__init__(message)
         self.delay_ms = delay_ms
         self.at = at
+
+
+# --------------------------------------------------------------------------- flows and schedules
+class InvalidFlowError(TsumugiError, ValueError):
+    """A flow definition is malformed: bad node id, unknown dependency, bad option (F-11, F-12)."""
+
+
+class InvalidRunIdError(TsumugiError, ValueError):
+    """A run id, its local part or a flow name does not have the required shape (F-6, F-7)."""
+
+
+class InvalidScheduleError(ConfigurationError, ValueError):
+    """A schedule definition is invalid; raised when define_tsumugi() runs (S-1, S-2)."""
+
+
+class InvalidCronError(TsumugiError, ValueError):
+    """A cron expression does not follow the five-field grammar, or never fires (S-6..S-9)."""
+
+
+# --------------------------------------------------------------------------- application (config, enqueue)
+class InvalidConfigError(ConfigurationError, ValueError):
+    """A configuration value (policy, backoff, binding config, notice target) is malformed."""
+
+
+# --------------------------------------------------------------------------- platform (Cloudflare adapter)
+class UnsafeIntegerError(TsumugiError, ValueError):
+    """An int beyond ±(2^53 - 1) was about to cross into JavaScript, where it cannot be held exactly."""
+
+
+class QueueMessageTooLargeError(TsumugiError, ValueError):
+    """A dispatch message exceeds the Queues per-message size limit (128 KB)."""
+
+
+# --------------------------------------------------------------------------- local runtime (runtimes/local, cli dev)
+class LocalRuntimeError(TsumugiError):
+    """The embedded local runtime cannot start; the message says what to fix."""
+
+
+class StateDirError(LocalRuntimeError):
+    """The state directory cannot be created or written."""
+
+
+class AppLoadError(LocalRuntimeError):
+    """The APP given to ``tsumugi dev`` cannot be imported or defines no Tsumugi object."""
+
+
+class PortInUseError(LocalRuntimeError):
+    """The HTTP port ``tsumugi dev`` should listen on is taken by another process."""
+
+
+# --------------------------------------------------------------------------- REST API (api.md A-68, M-12)
+class MetricsUpstreamError(TsumugiError):
+    """The metrics store refused or timed out; REST answers 502 with this message (M-12)."""
+
+
+# --------------------------------------------------------------------------- job shard engine
+class UnknownMutationError(TsumugiError, ValueError):
+    """``mutate_many`` was asked for an action other than ``retry`` or ``cancel`` (J-134)."""
+
+
+# --------------------------------------------------------------------------- CLI: init, add-performer, doctor
+class CommandLineError(TsumugiError):
+    """A ``tsumugi`` command cannot proceed; printed as ``tsumugi: <message>``, exit 1 (C-3..C-6)."""

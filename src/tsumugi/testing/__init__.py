@@ -1,0 +1,25 @@
+"""The shipped test harness: fakes, helpers and simulators for code built on Tsumugi."""
+
+from tsumugi.core.backoff import next_attempt
+from tsumugi.core.schedule import schedule
+from tsumugi.testing.context import (
+    DEFAULT_TEST_JOB_ID,
+    TestJobContext,
+    create_test_context,
+    fixed_clock,
+    run_performer,
+)
+from tsumugi.testing.simulate import SimulatedNode, SimulationResult, simulate_flow
+
+__all__ = [
+    "DEFAULT_TEST_JOB_ID",
+    "SimulatedNode",
+    "SimulationResult",
+    "TestJobContext",
+    "create_test_context",
+    "fixed_clock",
+    "next_attempt",
+    "run_performer",
+    "schedule",
+    "simulate_flow",
+]

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Benchmarks of the embedded local runtime, printed in one run.
+
+1. end to end: no-op jobs enqueued, dispatched, performed, reported and COMPLETED (jobs/s);
+2. ``enqueue_many`` into a paused binding (jobs/s), against raw ``sqlite3`` ``executemany`` into the
+   same ``job`` table, with the ratio;
+3. memory: RSS of the process with 0, 10k and 100k waiting jobs.
+
+Usage: ``.venv/bin/python bench/local_runtime_bench.py [--jobs 20000] [--backlog 100000]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import os
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from tsumugi.application import define_tsumugi
+from tsumugi.performer import JobContext, Performer
+from tsumugi.runtimes.local.runtime import LocalRuntime
+from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
+from tsumugi.storage.shard_schema import ensure_shard_schema
+
+CHUNK = 1_000  # jobs per enqueue_many call, and rows per raw executemany transaction
+POLL_S = 0.02
+
+
+class Noop(Performer):
+    async def perform(self, payload: Any, ctx: JobContext) -> None:
+        return None
+
+
+class Parked(Performer):
+    async def perform(self, payload: Any, ctx: JobContext) -> None:
+        return None
+
+
+APP = define_tsumugi(
+    performers={"Noop": Noop, "Parked": Parked},
+    bindings={
+        # A local runtime has no per-invocation cost, so let one tick dispatch a large window.
+        "Noop": {"policy": {"concurrency": 2_000}},
+        "Parked": {"policy": {"paused": True}},  # nothing dispatches: a pure backlog
+    },
+)
+
+
+def _completed(shard_file: Path) -> int:
+    if not shard_file.exists():
+        return 0
+    with contextlib.closing(sqlite3.connect(shard_file)) as db:
+        try:
+            return int(db.execute("SELECT count(*) FROM job WHERE state = 'COMPLETED'").fetchone()[0])
+        except sqlite3.OperationalError:
+            return 0
+
+
+async def end_to_end(jobs: int, batch_size: int, state_dir: Path) -> tuple[float, float]:
+    """Returns (jobs per wall second, jobs per CPU second of this process).
+
+    The CPU figure does not depend on what else the machine runs; the wall figure does.
+    """
+    runtime = LocalRuntime(APP, state_dir, exports={"Noop": Noop}, batch_size=batch_size)
+    await runtime.start()
+    shard_file = state_dir / "shards" / "Noop%230.sqlite3"
+    started, cpu_started = time.perf_counter(), time.process_time()
+    for offset in range(0, jobs, CHUNK):
+        inputs = [{"binding": "Noop", "payload": {"n": n}} for n in range(offset, min(jobs, offset + CHUNK))]
+        await APP.enqueue_many(runtime.env, inputs)
+    while _completed(shard_file) < jobs:
+        await asyncio.sleep(POLL_S)
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    await runtime.stop()
+    return jobs / elapsed, jobs / cpu
+
+
+async def enqueue_rate(backlog: int, state_dir: Path) -> tuple[float, list[tuple[int, float]]]:
+    """Enqueue ``backlog`` jobs into the paused binding; returns jobs/s and (waiting, RSS MiB) samples."""
+    runtime = LocalRuntime(APP, state_dir, exports={"Parked": Parked})
+    await runtime.start()
+    process = psutil.Process()
+    samples = [(0, process.memory_info().rss / 2**20)]
+    spent = 0.0
+    for offset in range(0, backlog, CHUNK):
+        inputs = [
+            {"binding": "Parked", "payload": {"n": n}} for n in range(offset, min(backlog, offset + CHUNK))
+        ]
+        started = time.perf_counter()
+        await APP.enqueue_many(runtime.env, inputs)
+        spent += time.perf_counter() - started
+        await asyncio.sleep(0)  # let the ticks the enqueues armed run (projection), outside the timing
+        waiting = offset + len(inputs)
+        if waiting in (10_000, backlog):
+            await asyncio.sleep(0.5)
+            gc.collect()
+            samples.append((waiting, process.memory_info().rss / 2**20))
+    await runtime.stop()
+    return backlog / spent, samples
+
+
+def raw_executemany_rate(rows: int, path: Path) -> float:
+    """Raw sqlite3 inserts of equivalent rows into the shard's ``job`` table, one transaction per chunk."""
+    ensure_shard_schema(SqliteExecutor(path))
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    columns = (
+        "id, binding, state, ready, lane_at, priority, attempts, max_attempts, guarantee, timeout_ms, "
+        "backoff, run_after, created_at, updated_at, payload, version"
+    )
+    sql = f"INSERT INTO job ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    backoff = '{"kind":"exponential","baseMs":1000,"factor":2,"maxMs":3600000,"jitter":true}'
+    spent = 0.0
+    for offset in range(0, rows, CHUNK):
+        started = time.perf_counter()
+        now_ms = time.time_ns() // 1_000_000
+        batch = [
+            (
+                f"Parked#0:raw{n:020d}",
+                "Parked",
+                "SCHEDULED",
+                1,
+                0,
+                0,
+                0,
+                3,
+                "at-least-once",
+                60_000,
+                backoff,
+                now_ms,
+                now_ms,
+                now_ms,
+                f'{{"n":{n}}}',
+                1,
+            )
+            for n in range(offset, min(rows, offset + CHUNK))
+        ]
+        db.execute("BEGIN")
+        db.executemany(sql, batch)
+        db.execute("COMMIT")
+        spent += time.perf_counter() - started
+    db.close()
+    return rows / spent
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=20_000, help="no-op jobs for the end-to-end run")
+    parser.add_argument("--backlog", type=int, default=100_000, help="waiting jobs for enqueue and memory")
+    parser.add_argument("--batch-size", type=int, default=100, help="queue consumer batch size")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="tsumugi-bench-") as scratch:
+        root = Path(scratch)
+        e2e, e2e_cpu = await end_to_end(args.jobs, args.batch_size, root / "e2e")
+        enqueue, samples = await enqueue_rate(args.backlog, root / "backlog")
+        raw = raw_executemany_rate(args.backlog, root / "raw.sqlite3")
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    platform = f"python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, {os.cpu_count()} cpus"
+    print(f"{platform}, load average {load}")
+    print(f"end to end, no-op jobs:       {e2e:10,.0f} jobs/s  ({args.jobs:,} jobs, batch {args.batch_size})")
+    print(f"  per CPU second:             {e2e_cpu:10,.0f} jobs/s  (load-independent)")
+    print(f"enqueue_many (chunks of {CHUNK}): {enqueue:10,.0f} jobs/s  ({args.backlog:,} jobs)")
+    print(f"raw sqlite3 executemany:      {raw:10,.0f} rows/s")
+    print(f"enqueue_many / raw:           {enqueue / raw:10.1%}")
+    print(f"end to end / raw:             {e2e / raw:10.1%}")
+    for waiting, rss in samples:
+        print(f"RSS with {waiting:>7,} waiting jobs: {rss:8.1f} MiB")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,115 @@
+"""The durable dispatch queue (``env.TSUMUGI_QUEUE``): a SQLite file of messages with leases.
+
+``send_batch`` inserts; the consumer leases a batch, and settles it in one transaction: acked
+messages are deleted, retried ones become visible again. A lease is void after a restart, so a
+message whose batch was cut short by a crash is delivered again (ADR-0053).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import NamedTuple
+
+from tsumugi.clock import Clock
+from tsumugi.ports import JsonDict
+from tsumugi.runtimes.local.sqlite_files import open_database
+
+SEND_BATCH_LIMIT = 100  # a Cloudflare Queue accepts at most 100 messages per sendBatch (J-161)
+LEASE_MS = (
+    15 * 60 * 1000
+)  # a consumer invocation's wall-time limit; a batch still out after it is redelivered
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS message (
+        id INTEGER PRIMARY KEY,
+        body TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        visible_at INTEGER NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS message_visible ON message (visible_at, id)",
+)
+
+
+class LeasedMessage(NamedTuple):
+    id: int
+    body: str
+    attempts: int  # deliveries so far, this one included (Cloudflare's ``message.attempts``)
+
+
+class DurableQueue:
+    """Producer and store of the local dispatch queue."""
+
+    def __init__(self, path: Path, clock: Clock) -> None:
+        self._db = open_database(path)
+        for statement in _SCHEMA:
+            self._db.execute(statement)
+        self._clock = clock
+        self.arrived = asyncio.Event()  # set by send_batch and by retries; the consumer waits on it
+
+    async def send_batch(self, messages: Sequence[JsonDict]) -> None:
+        """Persist ``messages`` (at most 100, like ``Queue.sendBatch``) before returning."""
+        if len(messages) > SEND_BATCH_LIMIT:
+            raise ValueError(f"sendBatch takes at most {SEND_BATCH_LIMIT} messages, got {len(messages)}")
+        if not messages:
+            return
+        now_ms = self._clock.now()
+        rows = [(json.dumps(body, separators=(",", ":"), ensure_ascii=False), now_ms) for body in messages]
+        with self._transaction():
+            self._db.executemany("INSERT INTO message (body, visible_at) VALUES (?, ?)", rows)
+        self.arrived.set()
+
+    def void_leases(self) -> int:
+        """Make every leased message visible again (at start: no consumer of a past process is alive)."""
+        now_ms = self._clock.now()
+        cursor = self._db.execute("UPDATE message SET visible_at = ? WHERE visible_at > ?", (now_ms, now_ms))
+        return cursor.rowcount
+
+    def lease(self, limit: int) -> list[LeasedMessage]:
+        """Lease up to ``limit`` visible messages, oldest first, for ``LEASE_MS``."""
+        now_ms = self._clock.now()
+        rows = self._db.execute(
+            "UPDATE message SET visible_at = ?, attempts = attempts + 1 WHERE id IN "
+            "(SELECT id FROM message WHERE visible_at <= ? ORDER BY visible_at, id LIMIT ?) "
+            "RETURNING id, body, attempts",
+            (now_ms + LEASE_MS, now_ms, limit),
+        ).fetchall()
+        return sorted(LeasedMessage(*row) for row in rows)
+
+    def next_visible_at(self) -> int | None:
+        """When the earliest message not yet visible becomes visible (None: no message at all)."""
+        row = self._db.execute("SELECT min(visible_at) FROM message").fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    def settle(self, acked: Iterable[int], retried: Iterable[tuple[int, int]]) -> None:
+        """Delete ``acked`` ids and make ``retried`` ``(id, visible_at)`` pairs visible again, atomically."""
+        acked_rows = [(message_id,) for message_id in acked]
+        retried_rows = [(visible_at, message_id) for message_id, visible_at in retried]
+        with self._transaction():
+            if acked_rows:
+                self._db.executemany("DELETE FROM message WHERE id = ?", acked_rows)
+            if retried_rows:
+                self._db.executemany("UPDATE message SET visible_at = ? WHERE id = ?", retried_rows)
+        if retried_rows:
+            self.arrived.set()
+
+    def depth(self) -> int:
+        """Messages stored, leased or not."""
+        row = self._db.execute("SELECT count(*) FROM message").fetchone()
+        return int(row[0]) if row else 0
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")

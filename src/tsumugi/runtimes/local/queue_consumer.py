@@ -1,0 +1,152 @@
+"""The consumer side of the local dispatch queue: lease batches, hand them to the app, settle them.
+
+Settling follows a Cloudflare Queue consumer: a message is acked by ``ack()`` or implicitly when the
+handler returns; ``retry()`` (or a handler that raises) makes it visible again; a message delivered
+more than ``max_retries + 1`` times is dropped (ADR-0053).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from tsumugi.clock import Clock
+from tsumugi.runtimes.local.dispatch_queue import DurableQueue, LeasedMessage
+
+log = logging.getLogger("tsumugi.local")
+
+DEFAULT_BATCH_SIZE = 10  # wrangler's max_batch_size default (J-6)
+DEFAULT_MAX_CONCURRENCY = 32  # batches in flight at once; a slow performer must not hold up the rest
+DEFAULT_MAX_RETRIES = 3  # wrangler's max_retries default; Tsumugi never asks for a retry itself (J-118)
+IDLE_WAIT_S = 1.0  # re-check the queue at least this often when nothing arrives (delayed retries)
+
+
+class LocalMessage:
+    """One delivered message (``ports.QueueMessage``)."""
+
+    __slots__ = ("_attempts", "_body", "acked", "id", "retried", "retry_delay_ms")
+
+    def __init__(self, leased: LeasedMessage) -> None:
+        self.id = leased.id
+        self._body: Any = json.loads(leased.body)
+        self._attempts = leased.attempts
+        self.acked = False
+        self.retried = False
+        self.retry_delay_ms = 0
+
+    @property
+    def body(self) -> Any:
+        return self._body
+
+    @property
+    def attempts(self) -> int:
+        return self._attempts
+
+    def ack(self) -> None:
+        self.acked, self.retried = True, False
+
+    def retry(self, delay_seconds: int | None = None) -> None:
+        self.acked, self.retried = False, True
+        self.retry_delay_ms = max(0, int(delay_seconds or 0)) * 1000
+
+
+BatchHandler = Callable[[list[LocalMessage]], Awaitable[None]]
+
+
+class QueueConsumer:
+    """Leases batches from a ``DurableQueue`` and runs ``handler`` on them, several batches at a time."""
+
+    def __init__(
+        self,
+        queue: DurableQueue,
+        handler: BatchHandler,
+        clock: Clock,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+    ) -> None:
+        self._queue = queue
+        self._handler = handler
+        self._clock = clock
+        self._batch_size = batch_size
+        self._slots = asyncio.Semaphore(max_concurrency)
+        self._max_retries = max_retries
+        self._batches: set[asyncio.Task[None]] = set()
+        self._stopping = False
+
+    async def run(self) -> None:
+        """Deliver until ``stop()``."""
+        while True:
+            await self._slots.acquire()
+            if self._stopping:
+                self._slots.release()
+                return
+            self._queue.arrived.clear()  # cleared before leasing, so a send during the lease still wakes us
+            leased = self._queue.lease(self._batch_size)
+            if not leased:
+                self._slots.release()
+                await self._wait_for_messages()
+                continue
+            task = asyncio.get_running_loop().create_task(self._deliver(leased))
+            self._batches.add(task)
+            task.add_done_callback(self._batches.discard)
+
+    async def stop(self, grace_s: float) -> None:
+        """Stop leasing; give batches in flight ``grace_s`` to finish, then cancel them (leases released)."""
+        self._stopping = True
+        self._queue.arrived.set()
+        if self._batches:
+            _, pending = await asyncio.wait(set(self._batches), timeout=grace_s)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
+
+    async def _wait_for_messages(self) -> None:
+        timeout_s = IDLE_WAIT_S
+        next_visible_at = self._queue.next_visible_at()
+        if next_visible_at is not None:
+            timeout_s = min(timeout_s, max(0.0, (next_visible_at - self._clock.now()) / 1000))
+        try:
+            await asyncio.wait_for(self._queue.arrived.wait(), timeout_s)
+        except TimeoutError:
+            pass
+
+    async def _deliver(self, leased: list[LeasedMessage]) -> None:
+        messages = [LocalMessage(row) for row in leased]
+        failed = False
+        try:
+            await self._handler(messages)
+        except asyncio.CancelledError:
+            # Shutting down: whatever was not acked goes back to the queue now (ADR-0053).
+            self._queue.settle(
+                [m.id for m in messages if m.acked], [(m.id, 0) for m in messages if not m.acked]
+            )
+            self._slots.release()
+            raise
+        except Exception:
+            log.exception("tsumugi: queue handler failed; unacked messages will be retried")
+            failed = True
+        self._settle(messages, failed)
+        self._slots.release()
+
+    def _settle(self, messages: list[LocalMessage], failed: bool) -> None:
+        now_ms = self._clock.now()
+        acked: list[int] = []
+        retried: list[tuple[int, int]] = []
+        for message in messages:
+            if message.retried or (failed and not message.acked):
+                if message.attempts > self._max_retries:
+                    log.warning(
+                        "tsumugi: dropping queue message %d after %d deliveries", message.id, message.attempts
+                    )
+                    acked.append(message.id)
+                else:
+                    retried.append((message.id, now_ms + message.retry_delay_ms))
+            else:
+                acked.append(message.id)
+        self._queue.settle(acked, retried)

@@ -1,0 +1,211 @@
+"""``LocalRuntime``: the whole Cloudflare stack of one app in one process, on files under a state directory.
+
+Layout of the state directory (ADR-0051)::
+
+    shards/<binding>%23<n>.sqlite3 one file per job shard (a Durable Object's SQLite; ``#`` is quoted)
+    alarms.sqlite3                 every coordinator's durable alarm
+    queue.sqlite3                  the dispatch queue (TSUMUGI_QUEUE)
+    read_model.sqlite3             the read model (TSUMUGI_DB, D1)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sqlite3
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from tsumugi.clock import Clock, SystemClock
+from tsumugi.errors import StateDirError
+from tsumugi.ports import AlarmPort, SqlExecutor
+from tsumugi.runtimes.local.cron_trigger import CronTrigger
+from tsumugi.runtimes.local.dispatch_queue import DurableQueue
+from tsumugi.runtimes.local.durable_alarms import DurableAlarms
+from tsumugi.runtimes.local.local_env import LocalEnv, LocalExecutionContext
+from tsumugi.runtimes.local.queue_consumer import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_MAX_CONCURRENCY,
+    LocalMessage,
+    QueueConsumer,
+)
+from tsumugi.runtimes.local.serial_coordinators import CoordinatorFactory, SerialCoordinators
+from tsumugi.runtimes.local.shard_namespace import LocalNamespace, LocalShardNamespace
+
+log = logging.getLogger("tsumugi.local")
+
+SHUTDOWN_GRACE_S = 5.0  # attempts still running after this are cut; their messages are redelivered
+
+
+class QueueHandlerApp(Protocol):
+    """What the runtime needs of a Tsumugi object: its queue consumer (``Tsumugi.queue``)."""
+
+    async def queue(self, batch: Sequence[Any], env: Any, ctx: Any = None) -> Any: ...
+
+
+class RuntimeWiring(Protocol):
+    """Builds the engine pieces the runtime hosts; ``engine_wiring.EngineWiring`` is the real one."""
+
+    def executor(self, path: Path) -> SqlExecutor: ...
+
+    def read_model(self, path: Path) -> Any: ...
+
+    def job_shard(self, name: str, sql: SqlExecutor, alarm: AlarmPort, runtime: LocalRuntime) -> Any: ...
+
+    async def prepare_read_model(self, read_model: Any) -> None: ...
+
+    def namespaces(self, runtime: LocalRuntime) -> Mapping[str, tuple[str, CoordinatorFactory]]:
+        """Further coordinator namespaces by env binding (``"RUN": ("runs", factory)``)."""
+        ...
+
+
+class LocalRuntime:
+    """Runs ``app`` with durable shards, alarms and queue under ``state_dir``; see the module docstring."""
+
+    def __init__(
+        self,
+        app: QueueHandlerApp,
+        state_dir: str | os.PathLike[str],
+        *,
+        clock: Clock | None = None,
+        vars: Mapping[str, str] | None = None,
+        exports: Mapping[str, Any] | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        wiring: RuntimeWiring | None = None,
+        cron: bool = True,
+    ) -> None:
+        self.app = app
+        self.state_dir = Path(state_dir)
+        self.clock: Clock = clock or SystemClock()
+        self.vars = dict(vars or {})
+        self.ctx = LocalExecutionContext(exports or {})
+        self._batch_size = batch_size
+        self._max_concurrency = max_concurrency
+        self._wiring = wiring
+        self._cron = cron
+        self._tasks: list[asyncio.Task[None]] = []
+        self._coordinators: dict[str, SerialCoordinators] = {}
+        self._started = False
+
+    async def start(self) -> None:
+        """Open every store, re-arm alarms and start delivering dispatch messages."""
+        _check_writable(self.state_dir)
+        if self._wiring is None:
+            from tsumugi.runtimes.local.engine_wiring import EngineWiring
+
+            self._wiring = EngineWiring()
+        wiring = self._wiring
+        try:
+            self.alarms = DurableAlarms(self.state_dir / "alarms.sqlite3", self.clock)
+            self.queue = DurableQueue(self.state_dir / "queue.sqlite3", self.clock)
+            self.read_model = wiring.read_model(self.state_dir / "read_model.sqlite3")
+        except sqlite3.Error as error:
+            raise StateDirError(f"cannot open the state in {self.state_dir}: {error}") from error
+        await wiring.prepare_read_model(self.read_model)
+        self.shards = SerialCoordinators(
+            "shards",
+            self.state_dir / "shards",
+            self.alarms,
+            self.clock,
+            lambda name, sql, alarm: wiring.job_shard(name, sql, alarm, self),
+            wiring.executor,
+        )
+        self._coordinators[self.shards.kind] = self.shards
+        self.shard_namespace = LocalShardNamespace(self.shards)
+        bindings: dict[str, Any] = {
+            **self.vars,
+            "JOB_SHARD": self.shard_namespace,
+            "TSUMUGI_QUEUE": self.queue,
+            "TSUMUGI_DB": self.read_model,
+        }
+        for binding, (kind, factory) in wiring.namespaces(self).items():
+            coordinators = SerialCoordinators(
+                kind, self.state_dir / kind, self.alarms, self.clock, factory, wiring.executor
+            )
+            self._coordinators[kind] = coordinators
+            bindings[binding] = LocalNamespace(coordinators)
+        self.env = LocalEnv(bindings)
+        self.queue.void_leases()  # ADR-0053: no consumer of an earlier process is alive
+        self._rearm_coordinators()
+        self.alarms.start(self._fire_alarm)
+        self.consumer = QueueConsumer(
+            self.queue,
+            self._deliver,
+            self.clock,
+            batch_size=self._batch_size,
+            max_concurrency=self._max_concurrency,
+        )
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self.consumer.run(), name="tsumugi queue")]
+        scheduled = getattr(self.app, "scheduled", None)
+        if self._cron and callable(scheduled):
+            trigger = CronTrigger(lambda controller: scheduled(controller, self.env, self.ctx), self.clock)
+            self._tasks.append(loop.create_task(trigger.run(), name="tsumugi cron"))
+        self._started = True
+
+    async def stop(self, grace_s: float = SHUTDOWN_GRACE_S) -> None:
+        """Stop delivering, let running attempts finish (up to ``grace_s``), and close every file."""
+        if not self._started:
+            return
+        self._started = False
+        await self.consumer.stop(grace_s)
+        for task in self._tasks[1:]:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.ctx.drain()
+        await self.alarms.stop()
+        for coordinators in self._coordinators.values():
+            coordinators.close()
+        self.queue.close()
+        self.alarms.close()
+        close = getattr(self.read_model, "close", None)
+        if callable(close):
+            result = close()
+            if asyncio.iscoroutine(result):
+                await result
+
+    async def __aenter__(self) -> LocalRuntime:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    async def _deliver(self, batch: list[LocalMessage]) -> None:
+        await self.app.queue(batch, self.env, self.ctx)
+
+    async def _fire_alarm(self, key: str) -> None:
+        kind, _, name = key.partition("/")
+        coordinators = self._coordinators.get(kind)
+        if coordinators is not None:
+            await coordinators.run_alarm(name)
+        else:
+            log.error("tsumugi: alarm for an unknown coordinator %r dropped", key)
+            self.alarms.delete(key)
+
+    def _rearm_coordinators(self) -> None:
+        """Tick every coordinator on disk once at start (ADR-0052).
+
+        A kill between a coordinator's commit and its ``set_alarm`` would leave work without an alarm;
+        one tick finds such work, and a tick with nothing to do is cheap. The tick itself re-arms
+        whatever later instant it still needs.
+        """
+        now_ms = self.clock.now()
+        for coordinators in self._coordinators.values():
+            for name in coordinators.names_on_disk():
+                self.alarms.set(coordinators.alarm_key(name), now_ms)
+
+
+def _check_writable(state_dir: Path) -> None:
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        probe = state_dir / ".write-probe"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        raise StateDirError(
+            f"the state directory {state_dir} is not writable: {error.strerror or error}"
+        ) from error

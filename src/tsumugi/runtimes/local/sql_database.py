@@ -1,0 +1,91 @@
+"""``ports.SqlDatabase`` over CPython sqlite3: the local read model, migrated like D1 (D-1..D-11).
+
+Statements run on the event loop's thread: each one is an indexed lookup that takes microseconds, and a
+single connection keeps writes serialised without a lock (ADR-0063).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+from tsumugi.ports import SqlValue
+
+# wrangler's ledger table, so the same migration check reads both databases (D-11).
+LEDGER_DDL: Final = (
+    "CREATE TABLE IF NOT EXISTS d1_migrations (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT UNIQUE, "
+    "applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL)"
+)
+
+
+def default_migrations_dir() -> Path:
+    """The top-level ``migrations/`` shipped next to the package source (C-19)."""
+    return Path(__file__).resolve().parents[4] / "migrations"
+
+
+class SqliteDatabase:
+    """A D1-shaped database in one sqlite3 file (or ``:memory:``)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._conn.row_factory = sqlite3.Row
+        if self.path != ":memory:":
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+
+    async def all(self, sql: str, params: Sequence[SqlValue] = ()) -> list[dict[str, SqlValue]]:
+        cursor = self._conn.execute(sql, tuple(params))
+        try:
+            return [dict(row) for row in cursor.fetchall()]
+        finally:
+            cursor.close()
+
+    async def run(self, sql: str, params: Sequence[SqlValue] = ()) -> int:
+        cursor = self._conn.execute(sql, tuple(params))
+        try:
+            return cursor.rowcount
+        finally:
+            cursor.close()
+
+    async def batch(self, statements: Sequence[tuple[str, Sequence[SqlValue]]]) -> None:
+        """Run all statements in one transaction, like D1's ``batch``."""
+        self._conn.execute("BEGIN")
+        try:
+            for sql, params in statements:
+                self._conn.execute(sql, tuple(params))
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def executescript(self, script: str) -> None:
+        self._conn.executescript(script)
+
+    def ledger_names(self) -> set[str]:
+        """Names recorded in the ``d1_migrations`` ledger."""
+        return {str(r[0]) for r in self._conn.execute("SELECT name FROM d1_migrations").fetchall()}
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def apply_migrations(db: SqliteDatabase, directory: str | Path | None = None) -> list[str]:
+    """Apply every ``*.sql`` file not yet in the ledger, in name order; returns the names applied.
+
+    Each file and its ledger row commit together, like ``wrangler d1 migrations apply``.
+    """
+    folder = Path(directory) if directory is not None else default_migrations_dir()
+    db.executescript(LEDGER_DDL)
+    done = db.ledger_names()
+    applied: list[str] = []
+    for path in sorted(folder.glob("*.sql")):
+        if path.name in done:
+            continue
+        name = path.name.replace("'", "''")
+        script = path.read_text(encoding="utf-8")
+        db.executescript(f"BEGIN;\n{script}\nINSERT INTO d1_migrations (name) VALUES ('{name}');\nCOMMIT;")
+        applied.append(path.name)
+    return applied
