@@ -1,0 +1,232 @@
+"""JobShard: the TsumugiJobShard Durable Object minus the Durable Object (implements ``ShardRpc``).
+
+Every RPC runs its storage work synchronously in one transaction (so check-then-insert is atomic, J-4),
+then awaits only the alarm. The alarm handler is one tick (J-161).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Final
+
+from tsumugi.clock import Clock
+from tsumugi.coordinator import shard_drains
+from tsumugi.coordinator.shard_context import MetricsWriter, ShardContext, log
+from tsumugi.coordinator.shard_enqueue import enqueue_batch
+from tsumugi.coordinator.shard_mutations import apply_cancel, apply_reschedule, apply_retry
+from tsumugi.coordinator.shard_reports import apply_claim, apply_expire, apply_heartbeat, apply_report
+from tsumugi.coordinator.shard_tick import plan_tick
+from tsumugi.core.policy import merge_policy, settings_from_wire
+from tsumugi.errors import UnknownMutationError
+from tsumugi.ports import AlarmPort, DispatchQueue, ReadModelWriter, RunNamespace, ShardNamespace, SqlExecutor
+from tsumugi.storage.setting_store import LAST_BLOCKED
+
+TICK_FAILURE_RETRY_MS: Final = 5000  # J-164: a failed tick re-arms 5 s later instead of giving up
+_NOT_BLOCKED: Final = {
+    "capacity": False,
+    "tokens": False,
+    "perKey": False,
+    "perKeyTokens": False,
+    "paused": False,
+}
+
+
+class JobShard:
+    """One shard of one binding (``<binding>#<n>``, J-17)."""
+
+    def __init__(
+        self,
+        name: str,
+        sql: SqlExecutor,
+        *,
+        clock: Clock,
+        alarm: AlarmPort,
+        queue: DispatchQueue,
+        read_model: ReadModelWriter | None = None,
+        shards: ShardNamespace | None = None,
+        runs: RunNamespace | None = None,
+        rand: Callable[[], float] = random.random,
+        metrics: MetricsWriter | None = None,
+    ) -> None:
+        self.ctx = ShardContext(
+            name,
+            sql,
+            clock=clock,
+            alarm=alarm,
+            queue=queue,
+            read_model=read_model,
+            shards=shards,
+            runs=runs,
+            rand=rand,
+            metrics=metrics,
+        )
+
+    @property
+    def name(self) -> str:
+        return self.ctx.name
+
+    # ------------------------------------------------------------------ enqueue (J-22..J-39, J-50)
+    async def enqueue_many(
+        self, inputs: Sequence[Mapping[str, Any]], settings: Mapping[str, Any] | None = None
+    ) -> list[str]:
+        ctx = self.ctx
+        now = ctx.clock.now()
+
+        def run() -> list[str]:
+            if settings is not None:
+                ctx.carry_settings(dict(settings))
+            return enqueue_batch(ctx, list(inputs), now)
+
+        job_ids = ctx.sql.transaction(run)
+        await ctx.arm(now)  # J-31
+        return job_ids
+
+    # ------------------------------------------------------------------ consumer calls
+    async def report(self, job_id: str, outcome: Mapping[str, Any]) -> None:
+        now = self.ctx.clock.now()
+        arm_at = self.ctx.sql.transaction(lambda: apply_report(self.ctx, job_id, outcome, now))
+        if arm_at is not None:
+            await self.ctx.arm(arm_at)
+
+    async def heartbeat(
+        self, job_id: str, progress: Any = None, attempt: int | None = None
+    ) -> dict[str, Any]:
+        now = self.ctx.clock.now()
+        answer = self.ctx.sql.transaction(lambda: apply_heartbeat(self.ctx, job_id, progress, attempt, now))
+        if answer["ok"]:
+            await self.ctx.arm(now)  # J-66: project the progress
+        return answer
+
+    async def claim(self, job_id: str) -> bool:
+        now = self.ctx.clock.now()
+        return self.ctx.sql.transaction(lambda: apply_claim(self.ctx, job_id, now))
+
+    async def expire(self, job_id: str) -> bool:
+        now = self.ctx.clock.now()
+        expired = self.ctx.sql.transaction(lambda: apply_expire(self.ctx, job_id, now))
+        if expired:
+            await self.ctx.arm(now)
+        return expired
+
+    # ------------------------------------------------------------------ operator mutations
+    async def retry(self, job_id: str) -> dict[str, Any]:
+        now = self.ctx.clock.now()
+        return await self._mutate(lambda: apply_retry(self.ctx, job_id, now))
+
+    async def cancel(self, job_id: str) -> dict[str, Any]:
+        now = self.ctx.clock.now()
+        return await self._mutate(lambda: apply_cancel(self.ctx, job_id, now))
+
+    async def reschedule(
+        self,
+        job_id: str,
+        run_at: int | None = None,
+        delay_ms: int | None = None,
+        priority: float | None = None,
+    ) -> dict[str, Any]:
+        now = self.ctx.clock.now()
+        return await self._mutate(lambda: apply_reschedule(self.ctx, job_id, run_at, delay_ms, priority, now))
+
+    async def mutate_many(self, action: str, job_ids: Sequence[str]) -> dict[str, Any]:
+        """Bulk retry/cancel with the per-job rules (J-134)."""
+        if action not in ("retry", "cancel"):
+            raise UnknownMutationError(f"unknown bulk action: {action}")
+        ok: list[str] = []
+        failed: list[dict[str, Any]] = []
+        for job_id in job_ids:
+            result = await (self.retry(job_id) if action == "retry" else self.cancel(job_id))
+            if result["ok"]:
+                ok.append(job_id)
+            else:
+                failed.append({"id": job_id, "reason": result["reason"]})
+        return {"ok": ok, "failed": failed}
+
+    async def _mutate(self, fn: Callable[[], tuple[dict[str, Any], int | None]]) -> dict[str, Any]:
+        result, arm_at = self.ctx.sql.transaction(fn)
+        if arm_at is not None:
+            await self.ctx.arm(arm_at)
+        return result
+
+    # ------------------------------------------------------------------ settings (J-175, J-176)
+    async def configure(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """Replace policy and retention and pin them; notice targets stay as carried (ADR-0044)."""
+        ctx = self.ctx
+        current = ctx.settings
+
+        def run() -> None:
+            given = settings_from_wire(dict(settings))
+            if "onFailure" not in settings and "onSettled" not in settings:
+                given = replace(given, on_failure=current.on_failure, on_settled=current.on_settled)
+            ctx.pin(given)
+
+        ctx.sql.transaction(run)
+        await ctx.arm(ctx.clock.now())
+        return ctx.settings.to_wire()
+
+    async def update_policy(self, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge the given policy fields and pin (J-176)."""
+        ctx = self.ctx
+        current = ctx.settings
+        merged = replace(current, policy=merge_policy(current.policy, patch))
+        ctx.sql.transaction(lambda: ctx.pin(merged))
+        await ctx.arm(ctx.clock.now())
+        return ctx.settings.to_wire()
+
+    async def reset_policy(self, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Unpin and return to the static settings last carried by an enqueue (J-176)."""
+        ctx = self.ctx
+        ctx.sql.transaction(lambda: ctx.unpin(dict(settings) if settings is not None else None))
+        await ctx.arm(ctx.clock.now())
+        return ctx.settings.to_wire()
+
+    # ------------------------------------------------------------------ reads (J-185, J-186)
+    async def diagnostics(self) -> dict[str, Any]:
+        ctx = self.ctx
+        blocked = {**_NOT_BLOCKED, **(ctx.store.get(LAST_BLOCKED) or {})}
+        return {
+            "active": ctx.jobs.count_active(),
+            "outbox": ctx.jobs.count_dirty(),
+            "blocked": blocked,
+            "policy": ctx.settings.policy.to_wire(),
+        }
+
+    async def state_of(self, job_id: str) -> str | None:
+        return self.ctx.jobs.state_of(job_id)
+
+    # ------------------------------------------------------------------ the tick (J-161)
+    async def alarm(self) -> None:
+        ctx = self.ctx
+        now = ctx.clock.now()
+        try:
+            next_at = await self._tick(now)
+        except Exception:
+            log.exception("tsumugi: tick failed")
+            await ctx.arm(now + TICK_FAILURE_RETRY_MS, stale_before=now)
+            return
+        if next_at is not None:
+            await ctx.arm(next_at, stale_before=now)
+
+    async def _tick(self, now: int) -> int | None:
+        ctx = self.ctx
+        plan = ctx.sql.transaction(lambda: plan_tick(ctx, now))
+        await shard_drains.send(ctx, plan.messages)
+        wake: list[int | None] = [plan.next_alarm_at]
+        rerun = plan.rerun
+        try:
+            rerun = await shard_drains.project(ctx) or rerun
+        except Exception:
+            log.exception("tsumugi: projection failed")
+            wake.append(now + TICK_FAILURE_RETRY_MS)
+        for drain in (shard_drains.notify_runs, shard_drains.deliver_notices):
+            more, failed = await drain(ctx)
+            rerun = rerun or more
+            if failed:
+                wake.append(now + TICK_FAILURE_RETRY_MS)
+        more, sweep_at = shard_drains.sweep(ctx, now)
+        wake.append(sweep_at)
+        if rerun or more:
+            wake.append(now)
+        present = [w for w in wake if w is not None]
+        return min(present) if present else None

@@ -1,0 +1,105 @@
+"""The shard's state changes as conditional updates (J-92), with their terminal events (J-180b, F-45).
+
+Each function runs inside the caller's transaction and returns the new row, or None when the job was
+not in one of the source states (the race lost, J-92).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from tsumugi.coordinator.shard_context import ShardContext
+from tsumugi.coordinator.terminal_events import record_terminal_events
+from tsumugi.core.states import assert_transition
+from tsumugi.storage.job_rows import JobRow
+
+IN_FLIGHT = ("QUEUED", "RUNNING")
+
+
+def _checked(from_states: Iterable[str], to_state: str) -> tuple[str, ...]:
+    """The source states, each a legal move to ``to_state`` (a broken caller raises, J-92)."""
+    states = tuple(from_states)
+    for state in states:
+        assert_transition(state, to_state)
+    return states
+
+
+def to_scheduled(
+    ctx: ShardContext,
+    job_id: str,
+    from_states: Iterable[str],
+    now_ms: int,
+    *,
+    run_after: int,
+    priority: float | None = None,
+    **fields: Any,
+) -> JobRow | None:
+    """Into SCHEDULED; the lane (ready or waiting) follows ``run_after`` (ADR-0043).
+
+    From SCHEDULED it is a reschedule (E12), not a transition.
+    """
+    states = tuple(from_states)
+    if states != ("SCHEDULED",):
+        _checked(states, "SCHEDULED")
+    ready = run_after <= now_ms
+    assignments: dict[str, Any] = {
+        "state": "SCHEDULED",
+        "run_after": run_after,
+        "ready": int(ready),
+        **fields,
+    }
+    if priority is not None:
+        assignments["priority"] = priority
+        assignments["lane_at"] = priority if ready else run_after
+    else:
+        assignments["lane_at"] = ("sql", "priority", []) if ready else run_after
+    return ctx.jobs.update(job_id, states, now_ms, assignments)
+
+
+def to_queued(ctx: ShardContext, job_id: str, now_ms: int) -> JobRow | None:
+    """SCHEDULED -> QUEUED at dispatch (E2): the silence clock starts now (J-111)."""
+    return ctx.jobs.update(
+        job_id,
+        ("SCHEDULED",),
+        now_ms,
+        {
+            "state": "QUEUED",
+            "ready": 0,
+            "dispatched_at": now_ms,
+            "lane_at": ("sql", "? + timeout_ms", [now_ms]),
+        },
+    )
+
+
+def to_running(ctx: ShardContext, job_id: str, now_ms: int) -> JobRow | None:
+    """QUEUED -> RUNNING by the claim (E3); the silence origin stays ``dispatched_at`` (J-111)."""
+    return ctx.jobs.update(
+        job_id,
+        ("QUEUED",),
+        now_ms,
+        {"state": "RUNNING", "lane_at": ("sql", "dispatched_at + timeout_ms", [])},
+    )
+
+
+def to_terminal(
+    ctx: ShardContext,
+    job_id: str,
+    from_states: Iterable[str],
+    to_state: str,
+    now_ms: int,
+    *,
+    error: str | None = None,
+    spawns: list[Any] | None = None,
+    **fields: Any,
+) -> JobRow | None:
+    """Into COMPLETED, FAILED, CANCELLED or STALLED; notices and run events are written with it."""
+    row = ctx.jobs.update(
+        job_id,
+        _checked(from_states, to_state),
+        now_ms,
+        {"state": to_state, "ready": 0, "lane_at": now_ms, **fields},
+    )
+    if row is not None:
+        record_terminal_events(ctx, row, now_ms, error=error, spawns=spawns)
+    return row

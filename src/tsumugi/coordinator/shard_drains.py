@@ -1,0 +1,111 @@
+"""The tick's drains and sweep (J-161 steps 5-8): send, project, notify runs, deliver notices, sweep."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from tsumugi.coordinator.shard_context import ShardContext, log
+from tsumugi.coordinator.shard_tick import TICK_ROWS
+from tsumugi.coordinator.snapshots import snapshot
+from tsumugi.core import ids
+
+SEND_CHUNK: Final = 100  # Queue sendBatch takes at most 100 messages (J-161)
+SWEEP_MIN_WAIT_MS: Final = 1000  # J-170: a shard of only failed jobs sleeps instead of polling
+RETRY_DELAY_MS: Final = 5000  # a failed delivery is tried again after 5 s, like a failed tick (J-164)
+_DONE: Final = ("COMPLETED", "CANCELLED")
+_FAILED: Final = ("FAILED", "STALLED")
+
+
+async def send(ctx: ShardContext, messages: Sequence[dict[str, Any]]) -> None:
+    for start in range(0, len(messages), SEND_CHUNK):
+        await ctx.queue.send_batch(messages[start : start + SEND_CHUNK])
+
+
+async def project(ctx: ShardContext) -> bool:
+    """Upsert up to 200 dirty jobs into the read model (J-192); True when more remain."""
+    job_ids = ctx.jobs.dirty_ids(TICK_ROWS)
+    if not job_ids:
+        return False
+    rows = {row["id"]: row for row in ctx.jobs.get_many(job_ids)}
+    versions = {job_id: (rows[job_id]["version"] if job_id in rows else None) for job_id in job_ids}
+    snaps = [snapshot(row, ctx.attempts.newest(row["id"])) for row in rows.values()]
+    if ctx.read_model is not None:
+        await ctx.read_model.upsert_jobs(snaps)
+    # A job changed during the await keeps its dirty mark: its version moved on (ADR-0042).
+    ctx.sql.transaction(lambda: ctx.jobs.clear_dirty(versions))
+    if ctx.metrics is not None:  # J-194: after the cursor moved; at-most-once, failures are the writer's
+        await ctx.metrics.write(snaps)
+    return len(job_ids) >= TICK_ROWS
+
+
+async def notify_runs(ctx: ShardContext) -> tuple[bool, bool]:
+    """Deliver up to 200 run events grouped per run (F-45); returns (more remain, a delivery failed)."""
+    events = ctx.events.run_events(TICK_ROWS)
+    grouped: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for seq, run_id, event in events:
+        grouped.setdefault(run_id, []).append((seq, event))
+    failed = False
+    for run_id, items in grouped.items():
+        seqs = [seq for seq, _ in items]
+        if ctx.runs is None:
+            log.error("tsumugi: cannot notify the run, RUN binding is not configured")
+            ctx.events.delete_run_events(seqs)
+            continue
+        try:
+            await ctx.runs.get(run_id).notify([event for _, event in items])
+        except Exception:
+            log.exception("tsumugi: run notify failed (%s)", run_id)
+            failed = True
+            continue
+        ctx.events.delete_run_events(seqs)
+    return len(events) >= TICK_ROWS, failed
+
+
+async def deliver_notices(ctx: ShardContext) -> tuple[bool, bool]:
+    """Enqueue up to 200 notice jobs at their target's shard 0 (J-180b); (more remain, a failure)."""
+    notices = ctx.events.notices(TICK_ROWS)
+    grouped: dict[str, list[tuple[int, str, dict[str, Any]]]] = {}
+    for seq, target, notice_id, payload in notices:
+        grouped.setdefault(target, []).append((seq, notice_id, payload))
+    failed = False
+    for target, items in grouped.items():
+        seqs = [seq for seq, _, _ in items]
+        if ctx.shards is None:
+            log.error("tsumugi: cannot deliver notices to %s, JOB_SHARD is not configured", target)
+            ctx.events.delete_notices(seqs)
+            continue
+        inputs = [{"binding": target, "payload": payload, "id": nid} for _, nid, payload in items]
+        try:
+            await ctx.shards.get(ids.shard_name(target, 0)).enqueue_many(inputs, None)
+        except Exception:
+            log.exception("tsumugi: notice delivery failed (%s)", target)
+            failed = True
+            continue
+        ctx.events.delete_notices(seqs)
+    return len(notices) >= TICK_ROWS, failed
+
+
+def sweep(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:
+    """Delete finished jobs past retention (J-170); returns (more remain, when to wake for the next)."""
+    settings = ctx.settings
+
+    def run() -> tuple[bool, int | None]:
+        ctx.unique.delete_expired(now_ms)
+        doomed = ctx.lanes.finished_before(_DONE, now_ms - settings.sweep_after_ms, TICK_ROWS)
+        if len(doomed) < TICK_ROWS:
+            doomed += ctx.lanes.finished_before(
+                _FAILED, now_ms - settings.failed_retention_ms, TICK_ROWS - len(doomed)
+            )
+        if doomed:
+            ctx.jobs.delete_many(doomed)  # attempt rows first, then the jobs (J-170)
+        due: list[int] = []
+        for states, keep_ms in ((_DONE, settings.sweep_after_ms), (_FAILED, settings.failed_retention_ms)):
+            for state in states:
+                earliest = ctx.lanes.earliest_finished(state)
+                if earliest is not None:
+                    due.append(earliest + keep_ms + 1)  # strictly older than the cutoff (J-170)
+        wake = max(min(due), now_ms + SWEEP_MIN_WAIT_MS) if due else None
+        return len(doomed) >= TICK_ROWS, wake
+
+    return ctx.sql.transaction(run)

@@ -1,0 +1,95 @@
+"""Enqueue inside the shard: defaults, dedupe, pre-assigned ids, the insert (J-26..J-38, J-41)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from tsumugi.coordinator.shard_context import ShardContext
+from tsumugi.core import ids, jsonwire
+from tsumugi.core.backoff import DEFAULT_BACKOFF
+from tsumugi.errors import EnqueueError
+from tsumugi.storage.job_rows import JobRow, scheduled_lane, seq_floor
+
+DEFAULT_PRIORITY: Final = 0
+DEFAULT_MAX_ATTEMPTS: Final = 3
+DEFAULT_TIMEOUT_MS: Final = 60_000  # J-110
+DEFAULT_GUARANTEE: Final = "at-least-once"  # J-106
+DEFAULT_UNIQUE_FOR_MS: Final = 86_400_000  # 24 h reservation (5.2)
+
+
+def _opt(item: Mapping[str, Any], key: str, default: Any) -> Any:
+    """J-28: missing and explicit None both mean the default."""
+    value = item.get(key)
+    return default if value is None else value
+
+
+def enqueue_batch(ctx: ShardContext, inputs: list[Mapping[str, Any]], now_ms: int) -> list[str]:
+    """Apply one ``enqueue_many`` group in one pass; returns ids in input order (J-22, J-39)."""
+    out: list[str] = []
+    expired_swept = False
+    for item in inputs:
+        given_id = item.get("id")
+        if given_id is not None and ctx.jobs.exists(given_id):  # J-38: idempotent node enqueue
+            out.append(given_id)
+            continue
+        job_id = given_id or ids.format_job_id(ctx.binding, ctx.shard_index, ids.new_local_id())
+        unique_key = item.get("uniqueKey")
+        if unique_key is not None:
+            if not expired_swept:  # J-33: expired reservations go first
+                ctx.unique.delete_expired(now_ms)
+                expired_swept = True
+            expires_at = now_ms + int(_opt(item, "uniqueForMs", DEFAULT_UNIQUE_FOR_MS))
+            holder = ctx.unique.reserve(unique_key, job_id, expires_at)
+            if holder is not None:  # J-33, J-36: the holder's id, not an error (ADR-0021)
+                out.append(holder)
+                continue
+        job = new_job_row(ctx.binding, job_id, item, now_ms)
+        ready, lane_at = scheduled_lane(job["run_after"], job["priority"], now_ms)
+        ctx.jobs.insert(job, ready, lane_at)
+        out.append(job_id)
+    return out
+
+
+def _payload_text(payload: Any) -> str:
+    """The stored payload JSON; an unserializable payload fails the enqueue (J-27)."""
+    try:
+        return jsonwire.dumps(payload)
+    except (TypeError, ValueError) as exc:
+        raise EnqueueError(f"payload is not JSON-serializable: {exc}") from exc
+
+
+def new_job_row(binding: str, job_id: str, item: Mapping[str, Any], now_ms: int) -> JobRow:
+    """The row of a new SCHEDULED job (J-30)."""
+    run_at = item.get("runAt")
+    run_after = int(run_at) if run_at is not None else now_ms + int(_opt(item, "delayMs", 0))  # J-26
+    expires_at = item.get("expiresAt")
+    if expires_at is None and item.get("expiresInMs") is not None:
+        expires_at = now_ms + int(item["expiresInMs"])  # J-41: relative to enqueue time
+    return {
+        "id": job_id,
+        "binding": binding,
+        "state": "SCHEDULED",
+        "priority": _opt(item, "priority", DEFAULT_PRIORITY),
+        "attempts": 0,
+        "max_attempts": int(_opt(item, "maxAttempts", DEFAULT_MAX_ATTEMPTS)),
+        "concurrency_key": item.get("concurrencyKey"),
+        "unique_key": item.get("uniqueKey"),
+        "guarantee": _opt(item, "guarantee", DEFAULT_GUARANTEE),
+        "timeout_ms": int(_opt(item, "timeoutMs", DEFAULT_TIMEOUT_MS)),
+        "backoff": jsonwire.dumps(_opt(item, "backoff", DEFAULT_BACKOFF)),
+        "run_after": run_after,
+        "created_at": now_ms,
+        "updated_at": now_ms,
+        "dispatched_at": None,
+        "heartbeat_at": None,
+        "progress": None,
+        "payload": _payload_text(item.get("payload")),
+        "result": None,
+        "run_id": item.get("runId"),
+        "node_id": item.get("nodeId"),
+        "expires_at": int(expires_at) if expires_at is not None else None,
+        "traceparent": item.get("traceparent"),
+        "cancel_requested_at": None,
+        "version": seq_floor(now_ms),
+    }

@@ -1,0 +1,65 @@
+"""Operator mutations: manual retry, cancel (incl. cooperative cancel, J-135), reschedule (J-130..J-135).
+
+Each function runs inside one transaction and returns ``(result, arm_at)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tsumugi.coordinator.job_transitions import IN_FLIGHT, to_scheduled, to_terminal
+from tsumugi.coordinator.shard_context import ShardContext
+
+Result = dict[str, Any]
+GONE: Result = {"ok": False, "reason": "gone"}  # J-131: swept from the shard
+INVALID: Result = {"ok": False, "reason": "invalid-state"}
+
+
+def apply_retry(ctx: ShardContext, job_id: str, now_ms: int) -> tuple[Result, int | None]:
+    """FAILED/STALLED -> SCHEDULED now, attempts kept (E11, J-132)."""
+    job = ctx.jobs.get(job_id)
+    if job is None:
+        return dict(GONE), None
+    row = to_scheduled(ctx, job_id, ("FAILED", "STALLED"), now_ms, run_after=now_ms, dispatched_at=None)
+    return ({"ok": True}, now_ms) if row is not None else (dict(INVALID), None)
+
+
+def apply_cancel(ctx: ShardContext, job_id: str, now_ms: int) -> tuple[Result, int | None]:
+    """SCHEDULED (and unclaimed at-most-once) -> CANCELLED now; QUEUED/RUNNING records a request."""
+    job = ctx.jobs.get(job_id)
+    if job is None:
+        return dict(GONE), None
+    state = job["state"]
+    unclaimed_at_most_once = state == "QUEUED" and job["guarantee"] == "at-most-once"
+    if state == "SCHEDULED" or unclaimed_at_most_once:  # E10; J-135: the later claim loses
+        row = to_terminal(ctx, job_id, (state,), "CANCELLED", now_ms)
+        return ({"ok": True}, now_ms) if row is not None else (dict(INVALID), None)
+    if state in IN_FLIGHT:
+        if job["cancel_requested_at"] is None:
+            ctx.jobs.update(
+                job_id,
+                IN_FLIGHT,
+                now_ms,
+                {"cancel_requested_at": now_ms, "lane_at": ("sql", "min(lane_at, ?)", [now_ms])},
+                transition=False,
+            )
+        grace = ctx.settings.policy.reaper_grace_ms
+        return {"ok": True, "requested": True}, (job["cancel_requested_at"] or now_ms) + grace
+    return dict(INVALID), None
+
+
+def apply_reschedule(
+    ctx: ShardContext,
+    job_id: str,
+    run_at: int | None,
+    delay_ms: int | None,
+    priority: float | None,
+    now_ms: int,
+) -> tuple[Result, int | None]:
+    """SCHEDULED only: new ``run_after`` and optionally ``priority`` (E12, J-133)."""
+    job = ctx.jobs.get(job_id)
+    if job is None:
+        return dict(GONE), None
+    run_after = int(run_at) if run_at is not None else now_ms + int(delay_ms or 0)
+    row = to_scheduled(ctx, job_id, ("SCHEDULED",), now_ms, run_after=run_after, priority=priority)
+    return ({"ok": True}, min(run_after, now_ms)) if row is not None else (dict(INVALID), None)

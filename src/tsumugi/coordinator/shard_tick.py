@@ -1,0 +1,178 @@
+"""One tick of the shard alarm (J-161): reap, dispatch, send, then the drains and the sweep."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from tsumugi.coordinator.job_transitions import IN_FLIGHT, to_queued, to_scheduled, to_terminal
+from tsumugi.coordinator.shard_context import ShardContext
+from tsumugi.coordinator.terminal_events import EXPIRED_ERROR
+from tsumugi.core import jsonwire
+from tsumugi.core.schedule import (
+    ConfirmCancel,
+    Decision,
+    Dispatch,
+    Expire,
+    Fail,
+    JobView,
+    Reap,
+    ScheduleResult,
+    Stall,
+    schedule,
+)
+from tsumugi.core.token_bucket import bucket_from_wire, is_full, refill
+from tsumugi.storage.job_rows import JobRow
+from tsumugi.storage.setting_store import BUCKET, LAST_BLOCKED
+
+TICK_ROWS: Final = 200  # J-162/J-163: reaped, projected, notified, swept rows per tick; the rest re-runs
+MAX_DISPATCH: Final = 500  # dispatches per tick; more ready work re-runs the tick at once (ADR-0043)
+SKIP_BUDGET: Final = 200  # ready rows a tick may read past the ones it dispatches (per-key skips, expiry)
+PROMOTE_LIMIT: Final = 1000  # waiting jobs moved into the ready lane per tick
+
+
+@dataclass
+class TickPlan:
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    next_alarm_at: int | None = None
+    rerun: bool = False
+
+
+def view_of(job: JobRow) -> JobView:
+    return JobView(
+        id=job["id"],
+        state=job["state"],
+        priority=job["priority"],
+        created_at=job["created_at"],
+        run_after=job["run_after"],
+        attempts=job["attempts"],
+        max_attempts=job["max_attempts"],
+        guarantee=job["guarantee"],
+        timeout_ms=job["timeout_ms"],
+        concurrency_key=job["concurrency_key"],
+        dispatched_at=job["dispatched_at"],
+        heartbeat_at=job["heartbeat_at"],
+        cancel_requested_at=job["cancel_requested_at"],
+        expires_at=job["expires_at"],
+    )
+
+
+def plan_tick(ctx: ShardContext, now_ms: int) -> TickPlan:
+    """Steps (2)-(4) of J-161 in one transaction: read the lanes, decide, apply; returns the messages."""
+    policy = ctx.settings.policy
+    promoted = ctx.lanes.promote_due(now_ms, PROMOTE_LIMIT)
+    due = ctx.lanes.in_flight_due(now_ms, policy.reaper_grace_ms, TICK_ROWS)
+    loaded = due + ctx.lanes.next_in_flight(now_ms, policy.reaper_grace_ms)
+    key_counts = ctx.lanes.key_in_flight()
+    for job in loaded:
+        key = job["concurrency_key"]
+        if key is not None:
+            key_counts[key] -= 1
+    uncounted = ctx.lanes.count_in_flight() - len(loaded)
+    free = max(0, policy.concurrency - uncounted - (len(loaded) - len(due)))
+    bucket = bucket_from_wire(ctx.store.get(BUCKET))
+    tokens = refill(bucket, policy.rate, now_ms).tokens  # only to size the read; schedule refills itself
+    want = 0 if policy.paused else int(min(free, MAX_DISPATCH, tokens))
+    candidates, budget_spent = _read_candidates(ctx, now_ms, want)
+    keys = {c["concurrency_key"] for c in candidates if c["concurrency_key"] is not None}
+    result = schedule(
+        now_ms,
+        [view_of(j) for j in loaded + candidates],
+        policy,
+        bucket,
+        ctx.store.key_buckets(keys),
+        uncounted_in_flight=uncounted,
+        uncounted_key_in_flight={k: n for k, n in key_counts.items() if n > 0},
+    )
+    _save_limits(ctx, result)
+    plan = TickPlan(next_alarm_at=result.next_alarm_at)
+    rows = {j["id"]: j for j in loaded + candidates}
+    for decision in result.decisions:
+        _apply(ctx, decision, rows, now_ms, plan)
+    dispatched = len(plan.messages)
+    plan.rerun = (  # J-163: bounded work left over runs in the next tick, at once
+        promoted >= PROMOTE_LIMIT
+        or len(due) >= TICK_ROWS
+        or dispatched >= MAX_DISPATCH
+        or (budget_spent and dispatched > 0)
+    )
+    waiting = ctx.lanes.earliest_waiting()
+    if waiting is not None:
+        plan.next_alarm_at = waiting if plan.next_alarm_at is None else min(plan.next_alarm_at, waiting)
+    return plan
+
+
+def _read_candidates(ctx: ShardContext, now_ms: int, want: int) -> tuple[list[JobRow], bool]:
+    """Ready jobs in dispatch order: ``want`` + 1, plus keyed or expired ones up to SKIP_BUDGET.
+
+    The one extra row lets ``schedule`` see that capacity, tokens or a pause held a job back (J-145).
+    Returns the rows and whether the skip budget ran out.
+    """
+    out: list[JobRow] = []
+    extra = 0
+    aging = ctx.settings.policy.aging_interval_ms
+    for job in ctx.lanes.ready_in_order(now_ms, aging, page_rows=min(want + 1, MAX_DISPATCH)):
+        out.append(job)
+        expired = job["expires_at"] is not None and now_ms >= job["expires_at"]
+        if (job["concurrency_key"] is not None or expired) and extra < SKIP_BUDGET:
+            extra += 1
+        if len(out) >= want + 1 + extra:
+            break
+    return out, extra >= SKIP_BUDGET
+
+
+def _save_limits(ctx: ShardContext, result: ScheduleResult) -> None:
+    """Persist the bucket when not full (J-149), per-key buckets, and ``blocked`` when changed (J-161)."""
+    policy = ctx.settings.policy
+    stored = ctx.store.get(BUCKET)
+    if not is_full(result.bucket, policy.rate):
+        ctx.store.put(BUCKET, result.bucket.to_wire())
+    elif stored is not None:
+        ctx.store.delete(BUCKET)
+    partial = {k: b for k, b in result.key_buckets.items() if not is_full(b, policy.key_rate(k))}
+    ctx.store.save_key_buckets(partial, [k for k in result.key_buckets if k not in partial])
+    blocked = result.blocked.to_wire()
+    if ctx.store.get(LAST_BLOCKED) != blocked:
+        ctx.store.put(LAST_BLOCKED, blocked)
+
+
+def _apply(
+    ctx: ShardContext, decision: Decision, rows: dict[str, JobRow], now_ms: int, plan: TickPlan
+) -> None:
+    job = rows[decision.id]
+    if isinstance(decision, Dispatch):
+        queued = to_queued(ctx, decision.id, now_ms)  # J-161: QUEUED before the send
+        if queued is not None:
+            plan.messages.append(dispatch_message(queued))
+    elif isinstance(decision, Reap):  # E7: no backoff, run_after unchanged (J-104)
+        to_scheduled(
+            ctx,
+            decision.id,
+            IN_FLIGHT,
+            now_ms,
+            run_after=job["run_after"],
+            attempts=decision.attempts,
+            dispatched_at=None,
+        )
+    elif isinstance(decision, Stall):  # E9
+        to_terminal(ctx, decision.id, IN_FLIGHT, "STALLED", now_ms, attempts=decision.attempts)
+    elif isinstance(decision, Fail):  # E8
+        to_terminal(ctx, decision.id, IN_FLIGHT, "FAILED", now_ms, attempts=decision.attempts)
+    elif isinstance(decision, ConfirmCancel):  # J-135
+        to_terminal(ctx, decision.id, IN_FLIGHT, "CANCELLED", now_ms, attempts=job["attempts"] + 1)
+    elif isinstance(decision, Expire):  # J-41
+        to_terminal(ctx, decision.id, ("SCHEDULED",), "CANCELLED", now_ms, error=EXPIRED_ERROR)
+
+
+def dispatch_message(job: JobRow) -> dict[str, Any]:
+    """The queue body (J-116, plus ``expiresAt`` and ``traceparent``)."""
+    return {
+        "jobId": job["id"],
+        "binding": job["binding"],
+        "attempt": job["attempts"] + 1,
+        "payload": jsonwire.loads(job["payload"]),
+        "timeoutMs": job["timeout_ms"],
+        "claimRequired": job["guarantee"] == "at-most-once",
+        "expiresAt": job["expires_at"],
+        "traceparent": job["traceparent"],
+    }

@@ -1,0 +1,37 @@
+"""Job snapshots for the read model: exactly the D1 ``job`` columns (J-190, J-192, J-193)."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from tsumugi.core import jsonwire
+from tsumugi.storage.job_rows import JobRow
+
+SNAPSHOT_COLUMNS: Final = (
+    "id",
+    "binding",
+    "state",
+    "priority",
+    "attempts",
+    "max_attempts",
+    "concurrency_key",
+    "unique_key",
+    "guarantee",
+    "created_at",
+    "updated_at",
+    "dispatched_at",
+    "run_after",
+    "progress",
+    "payload",
+    "result",
+    "run_id",
+    "node_id",
+)
+
+
+def snapshot(job: JobRow, attempts_log: list[dict[str, Any]]) -> dict[str, Any]:
+    """One D1 row; ``seq`` is the job's version, so replays never regress a row (J-192, ADR-0042)."""
+    out: dict[str, Any] = {column: job[column] for column in SNAPSHOT_COLUMNS}
+    out["seq"] = job["version"]
+    out["attempts_log"] = jsonwire.dumps(attempts_log) if attempts_log else None  # J-192: empty -> NULL
+    return out

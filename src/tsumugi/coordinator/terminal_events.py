@@ -1,0 +1,69 @@
+"""Events a terminal transition leaves behind: run notifications (F-45) and notices (J-180, J-180a)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tsumugi.coordinator.shard_context import ShardContext
+from tsumugi.core import ids, jsonwire
+from tsumugi.storage.job_rows import JobRow
+
+FAILURE_STATES = ("FAILED", "STALLED")
+EXPIRED_ERROR = "job expired"  # J-41: the text is undocumented; ours, recorded in ADR-0047
+
+
+def record_terminal_events(
+    ctx: ShardContext, job: JobRow, now_ms: int, *, error: str | None, spawns: list[Any] | None
+) -> None:
+    """Write the run event and the notices of a job that just reached a terminal state."""
+    state = job["state"]
+    last_error = error if error is not None else ctx.attempts.last_error(job["id"])
+    if job["run_id"] is not None:
+        event: dict[str, Any] = {
+            "nodeId": job["node_id"],
+            "jobId": job["id"],
+            "state": state,
+            "result": job["result"],
+            "error": last_error,
+        }
+        if spawns and state == "COMPLETED":
+            event["spawns"] = spawns
+        ctx.events.add_run_event(job["run_id"], event)
+    _record_notices(ctx, job, now_ms, last_error)
+
+
+def _record_notices(ctx: ShardContext, job: JobRow, now_ms: int, error: str | None) -> None:
+    settings = ctx.settings
+    state = job["state"]
+    binding = job["binding"]
+    base = {
+        "jobId": job["id"],
+        "binding": binding,
+        "state": state,
+        "attempts": job["attempts"],
+        "maxAttempts": job["max_attempts"],
+        "runId": job["run_id"],
+        "nodeId": job["node_id"],
+    }
+    on_failure = settings.on_failure
+    if on_failure and state in FAILURE_STATES and binding != on_failure:  # J-180: no loops
+        _add(ctx, on_failure, {**base, "error": error, "failedAt": now_ms})
+    on_settled = settings.on_settled
+    if (
+        on_settled is not None
+        and state in on_settled.states
+        and binding not in (on_settled.binding, on_failure)  # J-180a
+    ):
+        settled = {
+            **base,
+            "error": error if state in FAILURE_STATES else None,
+            "result": jsonwire.loads(job["result"]) if state == "COMPLETED" and job["result"] else None,
+            "settledAt": now_ms,
+        }
+        _add(ctx, on_settled.binding, settled)
+
+
+def _add(ctx: ShardContext, target: str, payload: dict[str, Any]) -> None:
+    # A fixed id per notice makes redelivery idempotent: the target shard returns the existing job (J-38).
+    notice_id = ids.format_job_id(target, 0, ids.new_local_id())
+    ctx.events.add_notice(target, notice_id, payload)

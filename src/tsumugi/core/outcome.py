@@ -1,0 +1,101 @@
+"""What a report does to a job (J-71..J-73, J-76, J-94, J-95, J-114, J-135; ADR-0046).
+
+A pure function of the job's current fields and the report; the shard applies the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from tsumugi.core import jsonwire
+from tsumugi.core.backoff import next_attempt
+
+RESULT_LIMIT: Final = 8192  # J-71: UTF-16 code units of the stored result JSON
+ERROR_LIMIT: Final = 2000  # J-73: characters of error text kept
+RESULT_NOT_STORED: Final = "cannot store the result (over 8192 chars or not serializable)"  # J-72
+
+
+@dataclass(frozen=True, slots=True)
+class ReportedJob:
+    """The fields of an in-flight job that decide a report's effect."""
+
+    state: str
+    attempts: int
+    max_attempts: int
+    backoff: Mapping[str, Any] | None
+    run_id: str | None = None
+    cancel_requested_at: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReportEffect:
+    """The transition a report causes.
+
+    ``to_state`` is COMPLETED, SCHEDULED (retry at ``run_after``), FAILED or CANCELLED. ``log_state`` is
+    the attempt row to write (None when J-95 skips it).
+    """
+
+    to_state: Literal["COMPLETED", "SCHEDULED", "FAILED", "CANCELLED"]
+    attempts: int
+    result: str | None = None
+    error: str | None = None
+    run_after: int | None = None
+    log_state: Literal["COMPLETED", "FAILED"] | None = None
+
+
+def encode_result(value: Any) -> tuple[str | None, bool]:
+    """``(text, stored)``: None maps to no result (J-71); too long or unserializable is not stored."""
+    if value is None:
+        return None, True
+    try:
+        text = jsonwire.dumps(value)
+    except (TypeError, ValueError):
+        return None, False
+    if jsonwire.utf16_len(text) > RESULT_LIMIT:
+        return None, False
+    return text, True
+
+
+def truncate_error(error: Any) -> str | None:
+    """The stored error text: the first 2 000 characters (J-73, code points in the port)."""
+    if error is None:
+        return None
+    return str(error)[:ERROR_LIMIT]
+
+
+def is_stale(job: ReportedJob, reported_attempt: Any) -> bool:
+    """A report naming another attempt than the one in flight is stale (ADR-0046)."""
+    return isinstance(reported_attempt, int) and reported_attempt != job.attempts + 1
+
+
+def decide_report(
+    job: ReportedJob, outcome: Mapping[str, Any], now_ms: int, rand: float
+) -> ReportEffect | None:
+    """The effect of ``outcome`` on ``job``, or None when the report is ignored (J-115, ADR-0046)."""
+    if job.state not in ("QUEUED", "RUNNING") or is_stale(job, outcome.get("attempt")):
+        return None
+    attempts = job.attempts + 1  # J-93: a reported attempt is finished
+    error: Any = outcome.get("error")
+    if outcome.get("ok"):
+        text, stored = encode_result(outcome.get("result"))
+        if stored or job.run_id is None:
+            log: Literal["COMPLETED"] | None = "COMPLETED" if attempts > 1 else None  # J-95
+            return ReportEffect("COMPLETED", attempts, result=text, log_state=log)
+        error = RESULT_NOT_STORED  # J-72: a flow node's result must be stored, so this is a failure
+        retry: Any = None
+    else:
+        retry = outcome.get("retry")
+    error_text = truncate_error(error)
+    if job.cancel_requested_at is not None:  # J-135: a failure after the request is not retried
+        return ReportEffect("CANCELLED", attempts, error=error_text, log_state="FAILED")
+    if isinstance(retry, Mapping) and retry.get("kind") == "never":  # J-76: permanent failure
+        return ReportEffect("FAILED", attempts, error=error_text, log_state="FAILED")
+    planned = next_attempt(attempts, job.max_attempts, job.backoff, now_ms, rand)
+    if planned.exhausted:
+        return ReportEffect("FAILED", attempts, error=error_text, log_state="FAILED")
+    run_after = planned.run_after
+    if isinstance(retry, Mapping) and retry.get("kind") == "at":  # J-76: this failure's own retry time
+        run_after = int(retry["at"])
+    return ReportEffect("SCHEDULED", attempts, error=error_text, run_after=run_after, log_state="FAILED")

@@ -1,0 +1,280 @@
+"""The pure dispatch decision of one tick (J-140..J-146, J-149a, J-149b, J-150a; ADR-0018, ADR-0043).
+
+``schedule`` takes plain data plus ``now_ms`` and returns decisions as values; the job shard applies them.
+The shard passes only a window of its jobs (ADR-0043): in-flight jobs it did not load are counted through
+``uncounted_in_flight`` / ``uncounted_key_in_flight`` so that limits stay exact at any backlog size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tsumugi.core.aging import effective_priority
+from tsumugi.core.policy import Policy
+from tsumugi.core.token_bucket import FRESH_BUCKET, Bucket, ms_until_token, refill
+
+AT_MOST_ONCE = "at-most-once"
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    """What the scheduler needs to know of one active job."""
+
+    id: str
+    state: str
+    priority: float = 0
+    created_at: int = 0
+    run_after: int = 0
+    attempts: int = 0
+    max_attempts: int = 3
+    guarantee: str = "at-least-once"
+    timeout_ms: int = 60_000
+    concurrency_key: str | None = None
+    dispatched_at: int | None = None
+    heartbeat_at: int | None = None
+    cancel_requested_at: int | None = None
+    expires_at: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    """SCHEDULED -> QUEUED (E2)."""
+
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reap:
+    """Silent at-least-once job with attempts left -> SCHEDULED with ``attempts`` (E7, ADR-0045)."""
+
+    id: str
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class Stall:
+    """Silent at-most-once job -> STALLED (E9)."""
+
+    id: str
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    """Silent at-least-once job whose attempts are used up -> FAILED (E8)."""
+
+    id: str
+    attempts: int
+    reason: str = "exhausted"
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmCancel:
+    """No report within ``reaper_grace_ms`` of a cancel request -> CANCELLED (J-135)."""
+
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Expire:
+    """A ready job past its ``expires_at`` -> CANCELLED instead of running (J-41)."""
+
+    id: str
+
+
+Decision = Dispatch | Reap | Stall | Fail | ConfirmCancel | Expire
+
+
+@dataclass(frozen=True, slots=True)
+class Blocked:
+    """Which limit stopped dispatching in a tick (J-145)."""
+
+    capacity: bool = False
+    tokens: bool = False
+    per_key: bool = False
+    per_key_tokens: bool = False
+    paused: bool = False
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "capacity": self.capacity,
+            "tokens": self.tokens,
+            "perKey": self.per_key,
+            "perKeyTokens": self.per_key_tokens,
+            "paused": self.paused,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleResult:
+    decisions: tuple[Decision, ...]
+    bucket: Bucket
+    key_buckets: dict[str, Bucket] = field(default_factory=dict)
+    next_alarm_at: int | None = None
+    blocked: Blocked = Blocked()
+
+
+def silence_deadline(job: JobView, reaper_grace_ms: int) -> int:
+    """When the reaper acts on an in-flight job (J-111), or earlier after a cancel request (J-135)."""
+    dispatched_at = job.dispatched_at if job.dispatched_at is not None else job.created_at
+    origin = max(dispatched_at, job.heartbeat_at if job.heartbeat_at is not None else dispatched_at)
+    deadline = origin + job.timeout_ms + reaper_grace_ms
+    if job.cancel_requested_at is not None:
+        deadline = min(deadline, job.cancel_requested_at + reaper_grace_ms)
+    return deadline
+
+
+def reaper_decision(job: JobView) -> Decision:
+    """J-112 with ADR-0045: the silent attempt counts as finished."""
+    if job.cancel_requested_at is not None:
+        return ConfirmCancel(job.id)
+    attempts = job.attempts + 1
+    if job.guarantee == AT_MOST_ONCE:
+        return Stall(job.id, attempts)
+    if attempts >= job.max_attempts:
+        return Fail(job.id, attempts)
+    return Reap(job.id, attempts)
+
+
+def _earliest(*values: int | None) -> int | None:
+    present = [v for v in values if v is not None]
+    return min(present) if present else None
+
+
+def schedule(
+    now_ms: int,
+    jobs: Sequence[JobView],
+    policy: Policy,
+    bucket: Bucket = FRESH_BUCKET,
+    key_buckets: Mapping[str, Bucket] | None = None,
+    *,
+    uncounted_in_flight: int = 0,
+    uncounted_key_in_flight: Mapping[str, int] | None = None,
+) -> ScheduleResult:
+    """Decide reaps, expiries and dispatches for one tick; the inputs are never mutated."""
+    grace = policy.reaper_grace_ms
+    decisions: list[Decision] = []
+    in_flight = uncounted_in_flight
+    key_in_flight: dict[str, int] = dict(uncounted_key_in_flight or {})
+    next_deadline: int | None = None
+    next_run_after: int | None = None
+    ready: list[JobView] = []
+    for job in jobs:
+        if job.state in ("QUEUED", "RUNNING"):
+            deadline = silence_deadline(job, grace)
+            if deadline <= now_ms:  # J-140, J-111: inclusive
+                decisions.append(reaper_decision(job))
+                continue
+            next_deadline = _earliest(next_deadline, deadline)
+            in_flight += 1  # J-141
+            if job.concurrency_key is not None:
+                key_in_flight[job.concurrency_key] = key_in_flight.get(job.concurrency_key, 0) + 1
+        elif job.state == "SCHEDULED":
+            if job.run_after <= now_ms:
+                ready.append(job)
+            else:
+                next_run_after = _earliest(next_run_after, job.run_after)
+    bucket = refill(bucket, policy.rate, now_ms)  # J-148: refill at the start of each tick
+    walk = _Walk(now_ms, policy, bucket, key_buckets or {}, key_in_flight, in_flight)
+    decisions.extend(walk.run(ready))
+    wake_ups = [next_run_after, next_deadline, walk.next_deadline, walk.token_wake_at]
+    if any(not isinstance(d, Dispatch) for d in decisions):
+        wake_ups.append(now_ms)  # J-144, J-146: reaped/expired jobs need another tick at once
+    return ScheduleResult(
+        decisions=tuple(decisions),
+        bucket=walk.bucket,
+        key_buckets=walk.key_buckets,
+        next_alarm_at=_earliest(*wake_ups),
+        blocked=walk.blocked(),
+    )
+
+
+class _Walk:
+    """The greedy dispatch walk over ready candidates (J-142, J-143)."""
+
+    def __init__(
+        self,
+        now_ms: int,
+        policy: Policy,
+        bucket: Bucket,
+        key_buckets: Mapping[str, Bucket],
+        key_in_flight: dict[str, int],
+        in_flight: int,
+    ) -> None:
+        self.now_ms = now_ms
+        self.policy = policy
+        self.bucket = bucket
+        self._stored_key_buckets = key_buckets
+        self.key_buckets: dict[str, Bucket] = {}
+        self.key_in_flight = key_in_flight
+        self.slots = max(0, policy.concurrency - in_flight)
+        self.next_deadline: int | None = None
+        self.token_wake_at: int | None = None
+        self.flags: dict[str, bool] = {}
+
+    def blocked(self) -> Blocked:
+        return Blocked(**self.flags)
+
+    def _key_bucket(self, key: str) -> Bucket:
+        if key not in self.key_buckets:  # J-149a: refilled once per tick; a key never seen starts full
+            stored = self._stored_key_buckets.get(key, FRESH_BUCKET)
+            self.key_buckets[key] = refill(stored, self.policy.key_rate(key), self.now_ms)
+        return self.key_buckets[key]
+
+    def _wake_for_tokens(self, bucket: Bucket, key: str | None) -> None:
+        rate = self.policy.rate if key is None else self.policy.key_rate(key)
+        wait_ms = ms_until_token(bucket, rate)
+        if wait_ms is not None:
+            self.token_wake_at = _earliest(self.token_wake_at, self.now_ms + wait_ms)
+
+    def run(self, ready: list[JobView]) -> list[Decision]:
+        ready.sort(key=lambda j: candidate_order(j, self.now_ms, self.policy.aging_interval_ms))
+        out: list[Decision] = [Expire(j.id) for j in ready if _expired(j, self.now_ms)]
+        candidates = [j for j in ready if not _expired(j, self.now_ms)]
+        if candidates and self.policy.paused:
+            self.flags["paused"] = True  # J-149b: a pause stops dispatching only
+            return out
+        for job in candidates:
+            if self.slots <= 0:
+                self.flags["capacity"] = True
+                break
+            if self.bucket.tokens < 1:
+                self.flags["tokens"] = True
+                self._wake_for_tokens(self.bucket, None)
+                break
+            key = job.concurrency_key
+            if key is not None:
+                if self.key_in_flight.get(key, 0) >= self.policy.key_concurrency(key):
+                    self.flags["per_key"] = True
+                    continue  # other keys must not starve behind a full key (J-143.3)
+                if self.policy.key_rate(key) is not None and self._key_bucket(key).tokens < 1:
+                    self.flags["per_key_tokens"] = True
+                    self._wake_for_tokens(self._key_bucket(key), key)
+                    continue
+            out.append(Dispatch(job.id))
+            self.slots -= 1
+            self.bucket = _take(self.bucket)
+            if key is not None:
+                self.key_in_flight[key] = self.key_in_flight.get(key, 0) + 1
+                if self.policy.key_rate(key) is not None:
+                    self.key_buckets[key] = _take(self._key_bucket(key))
+            deadline = self.now_ms + job.timeout_ms + self.policy.reaper_grace_ms
+            self.next_deadline = _earliest(self.next_deadline, deadline)
+        return out
+
+
+def candidate_order(job: JobView, now_ms: int, aging_interval_ms: int | None) -> tuple[float, int, str]:
+    """J-142 sort key: effective priority descending, then ``created_at``, then ``id``."""
+    aged = effective_priority(job.priority, job.created_at, now_ms, aging_interval_ms)
+    return (-aged, job.created_at, job.id)
+
+
+def _expired(job: JobView, now_ms: int) -> bool:
+    return job.expires_at is not None and now_ms >= job.expires_at
+
+
+def _take(bucket: Bucket) -> Bucket:
+    return bucket if math.isinf(bucket.tokens) else Bucket(bucket.tokens - 1, bucket.refilled_at)

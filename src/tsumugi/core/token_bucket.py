@@ -1,0 +1,60 @@
+"""Token bucket math for ``rate`` and ``perKeyRate`` (J-148, J-149, J-149a)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from tsumugi.core.policy import Rate
+
+
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    """Tokens left and when they were last refilled; a fresh bucket is ``+inf`` (full once refilled)."""
+
+    tokens: float = math.inf
+    refilled_at: int | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"tokens": self.tokens, "refilledAt": self.refilled_at}
+
+
+FRESH_BUCKET = Bucket()
+
+
+def bucket_from_wire(wire: Any) -> Bucket:
+    if not wire:
+        return FRESH_BUCKET
+    return Bucket(tokens=float(wire["tokens"]), refilled_at=wire.get("refilledAt"))
+
+
+def _tokens_per_ms(rate: Rate) -> float:
+    if rate.interval_ms <= 0:
+        return math.inf if rate.tokens > 0 else 0.0
+    return rate.tokens / rate.interval_ms
+
+
+def refill(bucket: Bucket, rate: Rate | None, now_ms: int) -> Bucket:
+    """Refill continuously at ``tokens/interval_ms`` up to ``tokens`` (J-148); no rate means ``+inf``."""
+    if rate is None:
+        return Bucket(math.inf, now_ms)
+    elapsed = 0 if bucket.refilled_at is None else max(0, now_ms - bucket.refilled_at)
+    per_ms = _tokens_per_ms(rate)
+    gained = 0.0 if elapsed == 0 or per_ms == 0 else elapsed * per_ms
+    return Bucket(min(float(rate.tokens), bucket.tokens + gained), now_ms)
+
+
+def ms_until_token(bucket: Bucket, rate: Rate | None) -> int | None:
+    """Milliseconds until the bucket holds one token; None when it never will (J-148)."""
+    if rate is None or bucket.tokens >= 1:
+        return 0
+    per_ms = _tokens_per_ms(rate)
+    if per_ms <= 0:
+        return None  # a zero-token rate blocks forever: no wake-up planned
+    return max(1, math.ceil((1 - bucket.tokens) / per_ms))
+
+
+def is_full(bucket: Bucket, rate: Rate | None) -> bool:
+    """True when storing the bucket is unnecessary: a missing bucket starts full (J-149, J-149a)."""
+    return rate is None or bucket.tokens >= rate.tokens

@@ -1,0 +1,181 @@
+"""Wrangler configuration fragments for the bindings Tsumugi needs, in JSONC and TOML (C-17, C-18).
+
+The one place that renders them: the configuration report of the REST 503 and the typed paths (A-75,
+J-206), ``tsumugi init``, ``tsumugi add-performer`` and ``tsumugi doctor`` all print what this returns.
+A binding is given in the MissingBinding shape of A-74: ``{"kind", "name", "className"?}``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from tsumugi.errors import ConfigurationError
+
+ConfigFormat = Literal["jsonc", "toml"]
+
+# C-19: the port ships the D-1..D-8 SQL files inside the ``tsumugi`` package, which ``pywrangler sync``
+# vendors into the project's ``python_modules/`` (ADR-0086).
+MIGRATIONS_DIR: Final = "./python_modules/tsumugi/migrations"
+KIND_ORDER: Final = ("durable-object", "d1", "queue", "analytics", "service")
+LABELS: Final = {
+    "durable-object": "Durable Object",
+    "d1": "D1",
+    "queue": "Queues",
+    "analytics": "Analytics Engine",
+    "service": "service binding",
+}
+JOB_SHARD: Final = {"kind": "durable-object", "name": "JOB_SHARD", "className": "TsumugiJobShard"}
+TSUMUGI_DB: Final = {"kind": "d1", "name": "TSUMUGI_DB"}
+TSUMUGI_QUEUE: Final = {"kind": "queue", "name": "TSUMUGI_QUEUE"}
+RUN: Final = {"kind": "durable-object", "name": "RUN", "className": "TsumugiRun"}
+SCHEDULER: Final = {"kind": "durable-object", "name": "SCHEDULER", "className": "TsumugiScheduler"}
+TSUMUGI_METRICS: Final = {"kind": "analytics", "name": "TSUMUGI_METRICS"}
+QUEUE_MAX_BATCH_SIZE: Final = 10  # C-17: the consumer settings of the original's fragment
+QUEUE_MAX_RETRIES: Final = 5  # Queues' own redelivery only; Tsumugi retries live in the shard (J-118)
+
+
+def required_bindings(*, flows: bool, schedules: bool) -> list[dict[str, str]]:
+    """The bindings of A-72 in their report order: RUN with flows, SCHEDULER with schedules."""
+    required = [dict(JOB_SHARD), dict(TSUMUGI_DB), dict(TSUMUGI_QUEUE)]
+    if flows:
+        required.append(dict(RUN))
+    if schedules:
+        required.append(dict(SCHEDULER))
+    return required
+
+
+@dataclass(frozen=True)
+class FragmentValues:
+    """What fills the blocks; each ``None`` renders the C-17 placeholder and its guidance comment."""
+
+    database_name: str = "<database>"
+    database_id: str | None = None
+    queue: str = "<queue>"
+    dataset: str = "<dataset>"
+    worker: str | None = None
+    migration_tag: str | None = None
+    migrations_dir: str = MIGRATIONS_DIR
+
+
+@dataclass(frozen=True)
+class FragmentBlock:
+    """One top-level key of the configuration, its JSON value and an optional comment above it."""
+
+    key: str
+    value: Any
+    comment: str | None = None
+
+
+def fragment_blocks(
+    bindings: Sequence[Mapping[str, Any]], values: FragmentValues | None = None
+) -> list[FragmentBlock]:
+    """The blocks for ``bindings`` in the fixed kind order of C-17 (durable-object, d1, queue, ...)."""
+    values = values or FragmentValues()
+    by_kind: dict[str, list[Mapping[str, Any]]] = {kind: [] for kind in KIND_ORDER}
+    for entry in bindings:
+        by_kind[str(entry["kind"])].append(entry)
+    blocks: list[FragmentBlock] = []
+    objects = by_kind["durable-object"]
+    if objects:
+        classes = [str(e["className"]) for e in objects]
+        bindings_value = [{"name": e["name"], "class_name": e["className"]} for e in objects]
+        blocks.append(FragmentBlock("durable_objects", {"bindings": bindings_value}))
+        tag_comment = (
+            None if values.migration_tag else "renumber tag so it does not collide with existing ones"
+        )
+        migration = {"tag": values.migration_tag or "vN", "new_sqlite_classes": classes}
+        blocks.append(FragmentBlock("migrations", [migration], tag_comment))
+    for entry in by_kind["d1"]:
+        database = {
+            "binding": entry["name"],
+            "database_name": values.database_name,
+            "database_id": values.database_id or "<id>",
+            "migrations_dir": values.migrations_dir,
+        }
+        id_comment = (
+            None
+            if values.database_id
+            else f"paste database_id from the output of `wrangler d1 create {values.database_name}`"
+        )
+        blocks.append(FragmentBlock("d1_databases", [database], id_comment))
+    queues = by_kind["queue"]
+    if queues:
+        producers = [{"binding": e["name"], "queue": values.queue} for e in queues]
+        consumers = [
+            {"queue": values.queue, "max_batch_size": QUEUE_MAX_BATCH_SIZE, "max_retries": QUEUE_MAX_RETRIES}
+        ]
+        blocks.append(FragmentBlock("queues", {"producers": producers, "consumers": consumers}))
+    datasets = by_kind["analytics"]
+    if datasets:
+        entries = [{"binding": e["name"], "dataset": values.dataset} for e in datasets]
+        blocks.append(FragmentBlock("analytics_engine_datasets", entries))
+    services = by_kind["service"]
+    if services:
+        blocks.append(_services_block(services, values.worker))
+    return blocks
+
+
+def _services_block(services: Sequence[Mapping[str, Any]], worker: str | None) -> FragmentBlock:
+    entries = [
+        {
+            "binding": e["name"],
+            "service": worker or "<worker>",
+            "entrypoint": e.get("className") or "<PerformerClass>",
+        }
+        for e in services
+    ]
+    complete = worker is not None and all(e.get("className") for e in services)
+    comment = None if complete else "set service and entrypoint to the target Worker name and class name"
+    return FragmentBlock("services", entries, comment)
+
+
+def render_jsonc(blocks: Sequence[FragmentBlock]) -> str:
+    """C-18: ``"key": <2-space JSON>`` blocks joined by ``,\\n``, comments as ``//`` lines."""
+    rendered = []
+    for block in blocks:
+        text = f"{json.dumps(block.key)}: {json.dumps(block.value, indent=2, ensure_ascii=False)}"
+        rendered.append(f"// {block.comment}\n{text}" if block.comment else text)
+    return ",\n".join(rendered)
+
+
+def render_toml(blocks: Sequence[FragmentBlock]) -> str:
+    """C-18: arrays of tables (``[[d1_databases]]``, ``[[queues.producers]]``), ``#`` comments."""
+    rendered = []
+    for block in blocks:
+        tables: list[str] = []
+        if isinstance(block.value, Mapping):
+            for sub_key, rows in block.value.items():
+                tables.extend(_toml_table(f"{block.key}.{sub_key}", row) for row in rows)
+        else:
+            tables.extend(_toml_table(block.key, row) for row in block.value)
+        text = "\n".join(tables)
+        rendered.append(f"# {block.comment}\n{text}" if block.comment else text)
+    return "\n\n".join(rendered)
+
+
+def render_fragment(blocks: Sequence[FragmentBlock], config_format: ConfigFormat) -> str:
+    """The blocks in the given configuration format."""
+    return render_toml(blocks) if config_format == "toml" else render_jsonc(blocks)
+
+
+def _toml_table(header: str, row: Mapping[str, Any]) -> str:
+    lines = [f"[[{header}]]"]
+    lines.extend(f"{key} = {toml_value(value)}" for key, value in row.items())
+    return "\n".join(lines)
+
+
+def toml_value(value: Any) -> str:
+    """A TOML inline value for a string, integer, boolean or list of them."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        # A JSON string is a valid TOML basic string: the same quote and escape rules.
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
+    raise ConfigurationError(f"no TOML form for {type(value).__name__}")

@@ -1,0 +1,44 @@
+"""Outboxes of events for other actors: run notifications (F-45) and notices (J-180b).
+
+Both are filled in the same transaction as the terminal transition and drained by the tick, deleted only
+after delivery succeeded (at-least-once).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tsumugi.core import jsonwire
+from tsumugi.ports import SqlExecutor
+
+
+class EventOutbox:
+    def __init__(self, sql: SqlExecutor) -> None:
+        self.sql = sql
+
+    def add_run_event(self, run_id: str, event: dict[str, Any]) -> None:
+        self.sql.execute(
+            "INSERT INTO run_notify (run_id, event) VALUES (?, ?)", (run_id, jsonwire.dumps(event))
+        )
+
+    def run_events(self, limit: int) -> list[tuple[int, str, dict[str, Any]]]:
+        rows = self.sql.execute("SELECT seq, run_id, event FROM run_notify ORDER BY seq LIMIT ?", (limit,))
+        return [(int(s), str(r), jsonwire.loads(str(e))) for s, r, e in rows]  # type: ignore[arg-type]
+
+    def delete_run_events(self, seqs: list[int]) -> None:
+        self.sql.execute_many("DELETE FROM run_notify WHERE seq = ?", ((s,) for s in seqs))
+
+    def add_notice(self, target: str, notice_id: str, payload: dict[str, Any]) -> None:
+        self.sql.execute(
+            "INSERT INTO notice (target, notice_id, payload) VALUES (?, ?, ?)",
+            (target, notice_id, jsonwire.dumps(payload)),
+        )
+
+    def notices(self, limit: int) -> list[tuple[int, str, str, dict[str, Any]]]:
+        rows = self.sql.execute(
+            "SELECT seq, target, notice_id, payload FROM notice ORDER BY seq LIMIT ?", (limit,)
+        )
+        return [(int(s), str(t), str(i), jsonwire.loads(str(p))) for s, t, i, p in rows]  # type: ignore[arg-type]
+
+    def delete_notices(self, seqs: list[int]) -> None:
+        self.sql.execute_many("DELETE FROM notice WHERE seq = ?", ((s,) for s in seqs))

@@ -1,0 +1,159 @@
+"""Index-served reads of the job lanes: ready merge, waiting, in flight, sweep (ADR-0043).
+
+Every query here is a range over ``job_lane`` (or ``job_key_in_flight``), so a tick reads what it uses
+plus one row per distinct ready priority, whatever the backlog.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from typing import Final
+
+from tsumugi.core.aging import effective_priority
+from tsumugi.ports import SqlExecutor
+from tsumugi.storage.job_rows import JOB_SELECT, JobRow, job_from_row
+
+PAGE_ROWS: Final = 100  # rows fetched per priority stream per round trip
+_IN_FLIGHT: Final = ("QUEUED", "RUNNING")
+
+
+class LaneQueries:
+    def __init__(self, sql: SqlExecutor) -> None:
+        self.sql = sql
+
+    # ------------------------------------------------------------------ ready (SCHEDULED, ready=1)
+    def ready_priorities(self) -> list[float]:
+        """Distinct priorities among ready jobs, one index seek each (highest first)."""
+        found: list[float] = []
+        rows = self.sql.execute("SELECT max(lane_at) FROM job WHERE state = 'SCHEDULED' AND ready = 1")
+        while rows and rows[0][0] is not None:
+            value = rows[0][0]
+            assert isinstance(value, int | float)
+            found.append(value)
+            rows = self.sql.execute(
+                "SELECT max(lane_at) FROM job WHERE state = 'SCHEDULED' AND ready = 1 AND lane_at < ?",
+                (value,),
+            )
+        return found
+
+    def _stream(self, priority: float, page_rows: int) -> Iterator[JobRow]:
+        """Ready jobs of one priority in ``created_at, id`` order, paged by keyset."""
+        after: tuple[int, str] | None = None
+        while True:
+            if after is None:
+                rows = self.sql.execute(
+                    f"SELECT {JOB_SELECT} FROM job WHERE state = 'SCHEDULED' AND ready = 1 AND lane_at = ? "
+                    "ORDER BY created_at, id LIMIT ?",
+                    (priority, page_rows),
+                )
+            else:
+                rows = self.sql.execute(
+                    f"SELECT {JOB_SELECT} FROM job WHERE state = 'SCHEDULED' AND ready = 1 AND lane_at = ? "
+                    "AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
+                    (priority, after[0], after[1], page_rows),
+                )
+            for row in rows:
+                yield job_from_row(row)
+            if len(rows) < page_rows:
+                return
+            last = job_from_row(rows[-1])
+            after = (last["created_at"], last["id"])
+
+    def ready_in_order(
+        self, now_ms: int, aging_interval_ms: int | None, page_rows: int = PAGE_ROWS
+    ) -> Iterator[JobRow]:
+        """All ready jobs in J-142 order: a k-way merge of the per-priority streams.
+
+        Within one priority, ``created_at`` ascending means aged priority descending, so each stream is
+        already sorted by the global key (ADR-0043).
+        """
+        heap: list[tuple[float, int, str, int, JobRow, Iterator[JobRow]]] = []
+        for n, priority in enumerate(self.ready_priorities()):
+            stream = self._stream(priority, max(1, page_rows))
+            head = next(stream, None)
+            if head is not None:
+                heap.append((*self._key(head, now_ms, aging_interval_ms), n, head, stream))
+        heapq.heapify(heap)
+        while heap:
+            _, _, _, n, job, stream = heapq.heappop(heap)
+            yield job
+            head = next(stream, None)
+            if head is not None:
+                heapq.heappush(heap, (*self._key(head, now_ms, aging_interval_ms), n, head, stream))
+
+    @staticmethod
+    def _key(job: JobRow, now_ms: int, aging_interval_ms: int | None) -> tuple[float, int, str]:
+        aged = effective_priority(job["priority"], job["created_at"], now_ms, aging_interval_ms)
+        return (-aged, job["created_at"], job["id"])
+
+    # ------------------------------------------------------------------ waiting (SCHEDULED, ready=0)
+    def promote_due(self, now_ms: int, limit: int) -> int:
+        """Move waiting jobs whose ``run_after`` has come into the ready lane; returns how many."""
+        rows = self.sql.execute(
+            "UPDATE job SET ready = 1, lane_at = priority WHERE id IN ("
+            "SELECT id FROM job WHERE state = 'SCHEDULED' AND ready = 0 AND lane_at <= ? "
+            "ORDER BY lane_at LIMIT ?) RETURNING id",
+            (now_ms, limit),
+        )
+        return len(rows)
+
+    def earliest_waiting(self) -> int | None:
+        rows = self.sql.execute("SELECT min(lane_at) FROM job WHERE state = 'SCHEDULED' AND ready = 0")
+        value = rows[0][0] if rows else None
+        return int(value) if value is not None else None
+
+    # ------------------------------------------------------------------ in flight (QUEUED, RUNNING)
+    def in_flight_due(self, now_ms: int, reaper_grace_ms: int, limit: int) -> list[JobRow]:
+        """In-flight jobs whose silence deadline has passed (J-111: inclusive), oldest deadline first."""
+        found: list[JobRow] = []
+        for state in _IN_FLIGHT:
+            rows = self.sql.execute(
+                f"SELECT {JOB_SELECT} FROM job WHERE state = ? AND ready = 0 AND lane_at <= ? "
+                "ORDER BY lane_at LIMIT ?",
+                (state, now_ms - reaper_grace_ms, limit),
+            )
+            found.extend(job_from_row(r) for r in rows)
+        return found[:limit]
+
+    def next_in_flight(self, now_ms: int, reaper_grace_ms: int) -> list[JobRow]:
+        """The in-flight job of each state with the earliest silence deadline still ahead."""
+        found: list[JobRow] = []
+        for state in _IN_FLIGHT:
+            rows = self.sql.execute(
+                f"SELECT {JOB_SELECT} FROM job WHERE state = ? AND ready = 0 AND lane_at > ? "
+                "ORDER BY lane_at LIMIT 1",
+                (state, now_ms - reaper_grace_ms),
+            )
+            found.extend(job_from_row(r) for r in rows)
+        return found
+
+    def count_in_flight(self) -> int:
+        rows = self.sql.execute("SELECT count(*) FROM job WHERE state IN ('QUEUED', 'RUNNING')")
+        return int(rows[0][0])  # type: ignore[arg-type]
+
+    def key_in_flight(self) -> dict[str, int]:
+        rows = self.sql.execute(
+            "SELECT concurrency_key, count(*) FROM job "
+            "WHERE concurrency_key IS NOT NULL AND state IN ('QUEUED', 'RUNNING') GROUP BY concurrency_key"
+        )
+        return {str(k): int(n) for k, n in rows}  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ finished (sweep, J-170)
+    def finished_before(self, states: tuple[str, ...], before_ms: int, limit: int) -> list[str]:
+        found: list[str] = []
+        for state in states:
+            rows = self.sql.execute(
+                "SELECT id FROM job WHERE state = ? AND ready = 0 AND lane_at < ? "
+                "AND id NOT IN (SELECT job_id FROM outbox) ORDER BY lane_at LIMIT ?",
+                (state, before_ms, limit - len(found)),
+            )
+            found.extend(str(r[0]) for r in rows)
+            if len(found) >= limit:
+                break
+        return found
+
+    def earliest_finished(self, state: str) -> int | None:
+        rows = self.sql.execute("SELECT min(lane_at) FROM job WHERE state = ? AND ready = 0", (state,))
+        value = rows[0][0] if rows else None
+        return int(value) if value is not None else None

@@ -1,0 +1,91 @@
+"""The local metrics table: the embedded runtime's stand-in for Analytics Engine (M-2, M-3, M-8, M-9).
+
+It is not one of the shipped migrations (D-10 fixes those to the original's eight files), so it is created
+on demand with ``IF NOT EXISTS`` (ADR-0064).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from tsumugi.ports import SqlDatabase, SqlValue
+from tsumugi.storage.read_model_schema import TERMINAL_JOB_STATES
+
+HOUR_MS: Final = 3_600_000
+METRICS_DDL: Final[tuple[str, ...]] = (
+    "CREATE TABLE IF NOT EXISTS tsumugi_metric (at INTEGER NOT NULL, binding TEXT NOT NULL, "
+    "state TEXT NOT NULL, guarantee TEXT NOT NULL, attempts INTEGER NOT NULL, duration_ms INTEGER NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS tsumugi_metric_at ON tsumugi_metric (at)",
+)
+INSERT_POINT_SQL: Final = (
+    "INSERT INTO tsumugi_metric (at, binding, state, guarantee, attempts, duration_ms) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
+)
+_FAILED: Final = "('FAILED', 'STALLED')"
+
+
+async def ensure_metrics_table(db: SqlDatabase) -> None:
+    await db.batch([(sql, ()) for sql in METRICS_DDL])
+
+
+def metric_point(snapshot: Mapping[str, Any]) -> tuple[SqlValue, ...] | None:
+    """One point per terminal snapshot (M-2); duration = max(0, updated_at - dispatched_at) or 0 (M-3)."""
+    state = snapshot.get("state")
+    if state not in TERMINAL_JOB_STATES:
+        return None
+    updated_at = int(snapshot.get("updated_at") or 0)
+    dispatched_at = snapshot.get("dispatched_at")
+    duration_ms = 0 if dispatched_at is None else max(0, updated_at - int(dispatched_at))
+    return (
+        updated_at,
+        str(snapshot.get("binding")),
+        str(state),
+        str(snapshot.get("guarantee") or ""),
+        int(snapshot.get("attempts") or 0),
+        duration_ms,
+    )
+
+
+async def insert_points(db: SqlDatabase, snapshots: Sequence[Mapping[str, Any]]) -> int:
+    points = [p for p in (metric_point(s) for s in snapshots) if p is not None]
+    if points:
+        await db.batch([(INSERT_POINT_SQL, p) for p in points])
+    return len(points)
+
+
+def _window(since_ms: int, binding: str | None) -> tuple[str, list[SqlValue]]:
+    if binding is None:
+        return "at > ?", [since_ms]
+    return "at > ? AND binding = ?", [since_ms, binding]
+
+
+async def binding_metrics(db: SqlDatabase, since_ms: int, binding: str | None) -> list[dict[str, SqlValue]]:
+    """Per-binding totals, ordered by total descending (M-8); p95 is the nearest-rank 95th percentile."""
+    where, params = _window(since_ms, binding)
+    return await db.all(
+        "SELECT binding, COUNT(*) AS total, "
+        f"SUM(CASE WHEN state IN {_FAILED} THEN 1 ELSE 0 END) AS failed, "
+        "AVG(duration_ms) AS avg_duration, MAX(duration_ms) AS max_duration, AVG(attempts) AS avg_attempts, "
+        "(SELECT MIN(r.duration_ms) FROM (SELECT duration_ms, "
+        "ROW_NUMBER() OVER (ORDER BY duration_ms) AS rn, COUNT(*) OVER () AS n "
+        "FROM tsumugi_metric i WHERE i.binding = o.binding AND i.at > ?) r "
+        "WHERE r.rn >= 0.95 * r.n) AS p95_duration "
+        f"FROM tsumugi_metric o WHERE {where} GROUP BY binding ORDER BY total DESC, binding ASC",
+        [since_ms, *params],
+    )
+
+
+async def hourly_series(db: SqlDatabase, since_ms: int, binding: str | None) -> list[dict[str, SqlValue]]:
+    """Totals per hour start, ascending (M-8, M-10)."""
+    where, params = _window(since_ms, binding)
+    return await db.all(
+        f"SELECT (at / {HOUR_MS}) * {HOUR_MS} AS hour_at, COUNT(*) AS total, "
+        f"SUM(CASE WHEN state IN {_FAILED} THEN 1 ELSE 0 END) AS failed, AVG(duration_ms) AS avg_duration "
+        f"FROM tsumugi_metric WHERE {where} GROUP BY hour_at ORDER BY hour_at ASC",
+        params,
+    )
+
+
+async def delete_points_before(db: SqlDatabase, before_ms: int) -> int:
+    return await db.run("DELETE FROM tsumugi_metric WHERE at < ?", (before_ms,))

@@ -1,0 +1,101 @@
+"""The read model's shape: migration file names and the columns projection writes (D-1..D-10, J-193)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+# D-10: the shipped migrations, in name order; the migration check and the files must agree exactly.
+EXPECTED_MIGRATIONS: Final[tuple[str, ...]] = (
+    "0001_create_job_read_model.sql",
+    "0002_add_attempt_log.sql",
+    "0003_add_result.sql",
+    "0004_create_run_read_model.sql",
+    "0005_add_subflow.sql",
+    "0006_add_run_after.sql",
+    "0007_add_key_indexes.sql",
+    "0008_add_progress.sql",
+)
+
+# J-193: every D1 `job` column, in the order the upsert binds them.
+JOB_COLUMNS: Final[tuple[str, ...]] = (
+    "id",
+    "seq",
+    "binding",
+    "state",
+    "priority",
+    "attempts",
+    "max_attempts",
+    "concurrency_key",
+    "unique_key",
+    "guarantee",
+    "created_at",
+    "updated_at",
+    "dispatched_at",
+    "run_after",
+    "progress",
+    "payload",
+    "result",
+    "run_id",
+    "node_id",
+    "attempts_log",
+)
+# D-9: columns a later snapshot never changes.
+JOB_FROZEN_COLUMNS: Final = frozenset({"id", "created_at", "binding", "guarantee"})
+
+RUN_COLUMNS: Final[tuple[str, ...]] = (
+    "id",
+    "seq",
+    "flow",
+    "state",
+    "input",
+    "node_total",
+    "node_done",
+    "node_failed",
+    "created_at",
+    "updated_at",
+    "parent_run_id",
+    "parent_node_id",
+)
+RUN_FROZEN_COLUMNS: Final = frozenset({"id", "created_at", "flow"})
+
+RUN_NODE_COLUMNS: Final[tuple[str, ...]] = (
+    "run_id",
+    "node_id",
+    "seq",
+    "binding",
+    "state",
+    "container",
+    "parent",
+    "origin",
+    "after",
+    "job_id",
+    "child_run_id",
+    "result",
+    "error",
+    "position",
+    "created_at",
+    "updated_at",
+)
+RUN_NODE_FROZEN_COLUMNS: Final = frozenset({"run_id", "node_id", "created_at", "binding"})
+
+TERMINAL_JOB_STATES: Final[tuple[str, ...]] = ("COMPLETED", "FAILED", "CANCELLED", "STALLED")
+ALL_JOB_STATES: Final[tuple[str, ...]] = (
+    "SCHEDULED",
+    "QUEUED",
+    "RUNNING",
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "STALLED",
+)
+
+
+def upsert_sql(table: str, columns: tuple[str, ...], key: tuple[str, ...], frozen: frozenset[str]) -> str:
+    """``INSERT ... ON CONFLICT DO UPDATE`` that only moves forward: ``excluded.seq > <table>.seq`` (D-9)."""
+    names = ", ".join(columns)
+    marks = ", ".join("?" for _ in columns)
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in frozen)
+    return (
+        f"INSERT INTO {table} ({names}) VALUES ({marks}) "
+        f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates} WHERE excluded.seq > {table}.seq"
+    )

@@ -1,0 +1,97 @@
+"""Projection into the D1-shaped read model: seq-guarded upserts of jobs, runs and nodes (J-192, F-84)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from tsumugi.core import jsonwire
+from tsumugi.ports import SqlDatabase, SqlValue
+from tsumugi.storage.read_model_schema import (
+    JOB_COLUMNS,
+    JOB_FROZEN_COLUMNS,
+    RUN_COLUMNS,
+    RUN_FROZEN_COLUMNS,
+    RUN_NODE_COLUMNS,
+    RUN_NODE_FROZEN_COLUMNS,
+    TERMINAL_JOB_STATES,
+    upsert_sql,
+)
+
+UPSERT_JOB_SQL: Final = upsert_sql("job", JOB_COLUMNS, ("id",), JOB_FROZEN_COLUMNS)
+UPSERT_RUN_SQL: Final = upsert_sql("run", RUN_COLUMNS, ("id",), RUN_FROZEN_COLUMNS)
+UPSERT_RUN_NODE_SQL: Final = upsert_sql(
+    "run_node", RUN_NODE_COLUMNS, ("run_id", "node_id"), RUN_NODE_FROZEN_COLUMNS
+)
+# D-9: one sweep run deletes at most `limit` terminal rows; the state index finds them.
+SWEEP_JOBS_SQL: Final = (
+    "DELETE FROM job WHERE id IN (SELECT id FROM job WHERE state IN (?, ?, ?, ?) AND updated_at < ? LIMIT ?)"
+)
+
+
+def _json_text(value: Any) -> str | None:
+    """Stored JSON columns hold text (A-11); a snapshot may carry the text or the decoded value."""
+    if value is None:
+        return None
+    return value if isinstance(value, str) else jsonwire.dumps(value)
+
+
+def _sql_value(value: Any) -> SqlValue:
+    if isinstance(value, bool):
+        return int(value)
+    if value is None or isinstance(value, int | float | str | bytes):
+        return value
+    return jsonwire.dumps(value)
+
+
+def job_row(snapshot: Mapping[str, Any]) -> tuple[SqlValue, ...]:
+    """Bind values for one job snapshot (J-190): JSON columns as text, an empty attempt list as NULL."""
+    log = snapshot.get("attempts_log")
+    values: dict[str, Any] = dict(snapshot)
+    values["payload"] = _json_text(snapshot.get("payload", "null")) or "null"
+    values["result"] = _json_text(snapshot.get("result"))
+    values["attempts_log"] = None if not log else _json_text(log)
+    return tuple(_sql_value(values.get(column)) for column in JOB_COLUMNS)
+
+
+def run_row(snapshot: Mapping[str, Any]) -> tuple[SqlValue, ...]:
+    """Bind values for one run snapshot; ``input`` is JSON text (a ``null`` input is the text ``null``)."""
+    values: dict[str, Any] = dict(snapshot)
+    values["input"] = _json_text(snapshot.get("input")) or "null"
+    return tuple(_sql_value(values.get(column)) for column in RUN_COLUMNS)
+
+
+def run_node_row(snapshot: Mapping[str, Any]) -> tuple[SqlValue, ...]:
+    """Bind values for one node snapshot; ``after`` is stored as JSON array text (D-4)."""
+    values: dict[str, Any] = dict(snapshot)
+    values["after"] = _json_text(snapshot.get("after")) or "[]"
+    values["result"] = _json_text(snapshot.get("result"))
+    values["container"] = 1 if snapshot.get("container") else 0
+    return tuple(_sql_value(values.get(column)) for column in RUN_NODE_COLUMNS)
+
+
+class D1ReadModelWriter:
+    """``ports.ReadModelWriter`` over any ``SqlDatabase`` (D1 or the local SQLite file).
+
+    Every snapshot carries ``seq``, the outbox sequence of its coordinator; a row only moves forward, so a
+    replayed or reordered batch is a no-op (D-9).
+    """
+
+    def __init__(self, db: SqlDatabase) -> None:
+        self._db = db
+
+    async def upsert_jobs(self, snapshots: Sequence[Mapping[str, Any]]) -> None:
+        if snapshots:
+            await self._db.batch([(UPSERT_JOB_SQL, job_row(s)) for s in snapshots])
+
+    async def upsert_runs(self, snapshots: Sequence[Mapping[str, Any]]) -> None:
+        if snapshots:
+            await self._db.batch([(UPSERT_RUN_SQL, run_row(s)) for s in snapshots])
+
+    async def upsert_run_nodes(self, snapshots: Sequence[Mapping[str, Any]]) -> None:
+        if snapshots:
+            await self._db.batch([(UPSERT_RUN_NODE_SQL, run_node_row(s)) for s in snapshots])
+
+    async def delete_terminal_jobs(self, before_ms: int, limit: int) -> int:
+        """Delete at most ``limit`` terminal job rows last updated before ``before_ms`` (J-172)."""
+        return await self._db.run(SWEEP_JOBS_SQL, (*TERMINAL_JOB_STATES, before_ms, limit))

@@ -1,0 +1,86 @@
+"""The job shard's SQLite schema, in one place (spec 8.1; ADR-0042 shapes it for rows written).
+
+Every table is ``WITHOUT ROWID`` where it has a natural key, so the primary key *is* the table and costs
+no second b-tree entry. ``job`` has one covering "lane" index that every job is in exactly once:
+
+- ``SCHEDULED`` + ``ready=1``: ``lane_at`` = priority; streams per priority ordered by ``created_at, id``
+  (ADR-0043: a k-way merge gives the exact aged order of *all* ready jobs);
+- ``SCHEDULED`` + ``ready=0``: ``lane_at`` = ``run_after`` (waiting for its time);
+- ``QUEUED``/``RUNNING``: ``lane_at`` = silence origin + ``timeout_ms`` (the reaper's order, grace added
+  at query time because the policy may change), or the cancel request time if earlier (J-135);
+- terminal states: ``lane_at`` = the time it finished (the sweep's order, J-170).
+
+A transition moves the job's single lane entry, so it writes the row plus one index entry.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from tsumugi.ports import SqlExecutor
+
+SCHEMA_VERSION: Final = 1
+
+SHARD_DDL: Final[tuple[str, ...]] = (
+    """CREATE TABLE IF NOT EXISTS job (
+  id TEXT PRIMARY KEY NOT NULL,
+  binding TEXT NOT NULL,
+  state TEXT NOT NULL,
+  ready INTEGER NOT NULL DEFAULT 0,
+  lane_at NUMERIC NOT NULL,
+  priority NUMERIC NOT NULL DEFAULT 0,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  max_attempts INTEGER NOT NULL,
+  concurrency_key TEXT,
+  unique_key TEXT,
+  guarantee TEXT NOT NULL,
+  timeout_ms INTEGER NOT NULL,
+  backoff TEXT NOT NULL,
+  run_after INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  dispatched_at INTEGER,
+  heartbeat_at INTEGER,
+  progress REAL,
+  payload TEXT NOT NULL,
+  result TEXT,
+  run_id TEXT,
+  node_id TEXT,
+  expires_at INTEGER,
+  traceparent TEXT,
+  cancel_requested_at INTEGER,
+  version INTEGER NOT NULL
+) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS job_lane ON job(state, ready, lane_at, created_at)",
+    # Only keyed in-flight jobs are in this index, so unkeyed jobs pay nothing for it (ADR-0042).
+    "CREATE INDEX IF NOT EXISTS job_key_in_flight ON job(concurrency_key) "
+    "WHERE concurrency_key IS NOT NULL AND state IN ('QUEUED', 'RUNNING')",
+    "CREATE TABLE IF NOT EXISTS unique_key ("
+    "key TEXT PRIMARY KEY NOT NULL, job_id TEXT NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS unique_key_expires ON unique_key(expires_at)",
+    "CREATE TABLE IF NOT EXISTS setting (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS attempt ("
+    "job_id TEXT NOT NULL, attempt INTEGER NOT NULL, state TEXT NOT NULL, started_at INTEGER, "
+    "finished_at INTEGER NOT NULL, error TEXT, PRIMARY KEY (job_id, attempt)) WITHOUT ROWID",
+    # The outbox is a dirty set of job ids; the snapshot is read from the job row when projected.
+    "CREATE TABLE IF NOT EXISTS outbox (job_id TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS run_notify ("
+    "seq INTEGER PRIMARY KEY, run_id TEXT NOT NULL, event TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS notice ("
+    "seq INTEGER PRIMARY KEY, target TEXT NOT NULL, notice_id TEXT NOT NULL, payload TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS key_bucket ("
+    "key TEXT PRIMARY KEY NOT NULL, tokens REAL NOT NULL, refilled_at INTEGER NOT NULL) WITHOUT ROWID",
+)
+
+# Index entries one row of each table carries, for the rows-written estimate (ADR-0042).
+INDEX_ENTRIES: Final[dict[str, int]] = {"job": 1, "unique_key": 1}
+
+
+def ensure_shard_schema(sql: SqlExecutor) -> None:
+    """Create every table and index if missing; idempotent, run on every instance start."""
+
+    def create() -> None:
+        for statement in SHARD_DDL:
+            sql.execute(statement)
+
+    sql.transaction(create)

@@ -1,0 +1,102 @@
+"""Enqueue inside the shard (J-22..J-41, J-50, J-51)."""
+
+from __future__ import annotations
+
+from tsumugi.core.ids import parse_job_id
+
+from .conftest import START, Harness
+
+
+async def test_ids_in_input_order_and_shape(h: Harness) -> None:
+    # J-12, J-22
+    ids = await h.shard.enqueue_many([{"binding": "MAIL", "payload": i} for i in range(3)])
+    assert len(set(ids)) == 3
+    for job_id in ids:
+        parsed = parse_job_id(job_id)
+        assert (parsed.binding, parsed.shard, len(parsed.local_id)) == ("MAIL", 0, 24)
+
+
+async def test_new_job_row_and_snapshot(h: Harness) -> None:
+    # J-30, J-31, J-32, J-193
+    job_id = await h.enqueue(payload={"to": "a@b"})
+    assert h.alarm.at == START  # J-31: armed for now
+    assert await h.state(job_id) == "SCHEDULED"
+    await h.tick()
+    snap = h.snap(job_id)
+    assert set(snap) == {
+        "id", "seq", "binding", "state", "priority", "attempts", "max_attempts", "concurrency_key",
+        "unique_key", "guarantee", "created_at", "updated_at", "dispatched_at", "run_after", "progress",
+        "payload", "result", "run_id", "node_id", "attempts_log",
+    }  # fmt: skip
+    assert snap["payload"] == '{"to":"a@b"}'
+    assert (snap["created_at"], snap["max_attempts"], snap["guarantee"]) == (START, 3, "at-least-once")
+
+
+async def test_explicit_none_means_default(h: Harness) -> None:
+    # J-28
+    job_id = await h.enqueue(maxAttempts=None, timeoutMs=None, priority=None, guarantee=None)
+    [message] = await h.tick()
+    assert message["timeoutMs"] == 60_000 and message["claimRequired"] is False
+    assert h.snap(job_id)["max_attempts"] == 3 and h.snap(job_id)["priority"] == 0
+
+
+async def test_delay_and_run_at(h: Harness) -> None:
+    # J-26: run_after = run_at if given else now + delay; a past run_at runs at once
+    delayed = await h.enqueue(delayMs=5000)
+    at = await h.enqueue(runAt=START + 2000)
+    past = await h.enqueue(runAt=START - 10)
+    assert [m["jobId"] for m in await h.tick()] == [past]
+    assert h.alarm.at == START + 2000
+    assert [m["jobId"] for m in await h.tick_at(START + 2000)] == [at]
+    assert [m["jobId"] for m in await h.tick_at(START + 5000)] == [delayed]
+
+
+async def test_unique_key_returns_holder_even_after_cancel(h: Harness) -> None:
+    # J-33, J-34, J-36
+    first = await h.enqueue(uniqueKey="u1")
+    assert await h.enqueue(uniqueKey="u1") == first
+    batch = await h.shard.enqueue_many(
+        [
+            {"binding": "MAIL", "payload": 1, "uniqueKey": "u2"},
+            {"binding": "MAIL", "payload": 2, "uniqueKey": "u2"},
+        ]
+    )
+    assert batch[0] == batch[1]
+    assert (await h.shard.cancel(first))["ok"]
+    assert await h.enqueue(uniqueKey="u1") == first  # J-34: the reservation outlives the job
+
+
+async def test_unique_key_expires(h: Harness) -> None:
+    # J-33, J-37: after unique_for_ms a new job is created
+    first = await h.enqueue(uniqueKey="u", uniqueForMs=1000)
+    h.clock.advance(1000)
+    second = await h.enqueue(uniqueKey="u", uniqueForMs=1000)
+    assert second != first
+    assert await h.enqueue(uniqueKey="z", uniqueForMs=0) != await h.enqueue(uniqueKey="z", uniqueForMs=0)
+
+
+async def test_pre_assigned_id_is_idempotent(h: Harness) -> None:
+    # J-38
+    given = "MAIL#0:node000000000000000000001"
+    assert await h.enqueue(id=given, runId="r1", nodeId="n1") == given
+    assert await h.enqueue(id=given, runId="r1", nodeId="n1", payload="other") == given
+    await h.tick()
+    assert h.snap(given)["run_id"] == "r1" and h.snap(given)["node_id"] == "n1"
+    assert h.snap(given)["payload"] == "null"
+
+
+async def test_expires_in_ms_reaches_the_message(h: Harness) -> None:
+    # J-41: expiresInMs is relative to enqueue time; the message carries expiresAt
+    await h.enqueue(expiresInMs=10_000)
+    [message] = await h.tick()
+    assert message["expiresAt"] == START + 10_000
+
+
+async def test_carried_settings_apply_and_skip_unchanged_writes(h: Harness) -> None:
+    # J-50, J-51
+    await h.enqueue(settings={"policy": {"concurrency": 7}})
+    assert (await h.shard.diagnostics())["policy"]["concurrency"] == 7
+    await h.enqueue(settings={"sweepAfterMs": 1})
+    assert (await h.shard.diagnostics())["policy"]["concurrency"] == 100  # omitted fields revert
+    await h.enqueue()  # no settings: nothing changes
+    assert (await h.shard.diagnostics())["policy"]["concurrency"] == 100

@@ -1,0 +1,96 @@
+"""Alarm discipline, tick failure (J-31, J-160, J-161, J-164), expired reservations swept (J-170)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from tsumugi.clock import FixedClock
+from tsumugi.coordinator.job_shard import JobShard
+from tsumugi.errors import EnqueueError
+from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
+from tsumugi.testing.fakes import FakeAlarm, FakeQueue
+
+from .conftest import START, Harness
+
+
+class BrokenQueue:
+    async def send_batch(self, messages: object) -> None:
+        raise RuntimeError("queue down")
+
+
+async def test_alarms_only_move_earlier(h: Harness) -> None:
+    # J-160
+    await h.enqueue(delayMs=10_000)
+    assert h.alarm.at == START  # J-31
+    job_id = await h.enqueue()
+    await h.tick()
+    assert h.alarm.at == START + 10_000
+    await h.shard.cancel(job_id)  # asks for now + grace, later than the armed alarm
+    assert h.alarm.at == START + 10_000
+
+
+async def test_failed_send_leaves_jobs_queued_and_retries_the_tick(
+    h: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    # J-161: QUEUED before the send, so the reaper recovers; J-164: re-armed 5 s later
+    job_id = await h.enqueue()
+    h.shard.ctx.queue = BrokenQueue()
+    with caplog.at_level(logging.ERROR, logger="tsumugi"):
+        await h.tick()
+    assert "tsumugi: tick failed" in caplog.text
+    assert await h.state(job_id) == "QUEUED"
+    assert h.alarm.at == START + 5000
+
+
+async def test_unserializable_payload_fails_the_whole_group(h: Harness) -> None:
+    # J-27, J-39: one synchronous pass, so nothing of the group is stored
+    with pytest.raises(EnqueueError):
+        await h.shard.enqueue_many(
+            [{"binding": "MAIL", "payload": 1}, {"binding": "MAIL", "payload": {1, 2}}]
+        )
+    assert (await h.shard.diagnostics())["active"] == 0
+
+
+async def test_sweep_drops_expired_reservations(h: Harness) -> None:
+    # J-170: expired unique-key reservations are deleted in the sweep step
+    await h.enqueue(uniqueKey="u", uniqueForMs=10)
+    await h.tick_at(START + 10)
+    sql = h.shard.ctx.sql
+    assert sql.execute("SELECT count(*) FROM unique_key") == [(0,)]
+
+
+async def test_progress_is_projected_after_heartbeat(h: Harness) -> None:
+    # J-66: the heartbeat arms the alarm for now, so the dashboard shows progress
+    job_id = await h.enqueue()
+    await h.tick()
+    h.clock.advance(50)
+    await h.shard.heartbeat(job_id, 0.25)
+    assert h.alarm.at == START + 50
+    await h.tick()
+    assert h.snap(job_id)["progress"] == 0.25
+
+
+class RecordingMetrics:
+    def __init__(self) -> None:
+        self.states: list[str] = []
+
+    async def write(self, snapshots: object) -> int:
+        self.states += [s["state"] for s in snapshots]  # type: ignore[attr-defined]
+        return len(self.states)
+
+
+async def test_metrics_get_the_projected_snapshots() -> None:
+    # J-194: written from the same snapshots, after the outbox moved
+    metrics = RecordingMetrics()
+    alarm, queue = FakeAlarm(), FakeQueue()
+    shard = JobShard(
+        "M#0", SqliteExecutor(), clock=FixedClock(START), alarm=alarm, queue=queue, metrics=metrics
+    )
+    [job_id] = await shard.enqueue_many([{"binding": "M", "payload": 1}])
+    await shard.alarm()
+    await shard.report(job_id, {"ok": True})
+    await shard.alarm()
+    assert metrics.states == ["QUEUED", "COMPLETED"]
+    assert (await shard.diagnostics())["outbox"] == 0

@@ -1,0 +1,167 @@
+"""The shard storage contract: every ``SqlExecutor`` runs the same schema and named queries the same way.
+
+Parametrised over executors (STYLE.md habit 10): today CPython sqlite3; a Durable Object executor joins
+by adding a factory to ``EXECUTORS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from tsumugi.ports import SqlExecutor
+from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
+from tsumugi.storage.job_rows import JOB_COLUMNS, scheduled_lane, seq_floor
+from tsumugi.storage.job_store import JobStore
+from tsumugi.storage.lane_queries import LaneQueries
+from tsumugi.storage.shard_schema import ensure_shard_schema
+from tsumugi.storage.unique_keys import UniqueKeys
+
+EXECUTORS: dict[str, Callable[[], SqlExecutor]] = {"sqlite3": SqliteExecutor}
+NOW = 1_000_000
+
+
+@pytest.fixture(params=sorted(EXECUTORS))
+def sql(request: pytest.FixtureRequest) -> Iterator[SqlExecutor]:
+    executor = EXECUTORS[request.param]()
+    ensure_shard_schema(executor)
+    yield executor
+    close = getattr(executor, "close", None)
+    if close is not None:
+        close()
+
+
+def job(job_id: str, **kw: object) -> dict[str, object]:
+    row: dict[str, object] = dict.fromkeys(JOB_COLUMNS)
+    row.update(
+        id=job_id,
+        binding="B",
+        state="SCHEDULED",
+        priority=0,
+        attempts=0,
+        max_attempts=3,
+        guarantee="at-least-once",
+        timeout_ms=60_000,
+        backoff="{}",
+        run_after=NOW,
+        created_at=NOW,
+        updated_at=NOW,
+        payload="null",
+        version=seq_floor(NOW),
+    )
+    row.update(kw)
+    return row
+
+
+def insert(store: JobStore, row: dict[str, object], now: int = NOW) -> None:
+    ready, lane_at = scheduled_lane(row["run_after"], row["priority"], now)  # type: ignore[arg-type]
+    store.insert(row, ready, lane_at)
+
+
+def test_writes_return_no_rows_and_reads_return_tuples(sql: SqlExecutor) -> None:
+    assert sql.execute("INSERT INTO setting (key, value) VALUES ('a', '1')") == []
+    assert sql.execute("SELECT key, value FROM setting") == [("a", "1")]
+    sql.execute_many("INSERT INTO setting (key, value) VALUES (?, ?)", [("b", "2"), ("c", "3")])
+    assert sql.execute("SELECT count(*) FROM setting") == [(3,)]
+
+
+def test_transaction_commits_and_rolls_back(sql: SqlExecutor) -> None:
+    assert sql.transaction(lambda: sql.execute("INSERT INTO setting VALUES ('a', '1')") or 7) == 7
+
+    def failing() -> None:
+        sql.execute("INSERT INTO setting VALUES ('b', '2')")
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        sql.transaction(failing)
+    assert sql.execute("SELECT key FROM setting") == [("a",)]
+
+
+def test_nested_transaction_joins_the_outer_one(sql: SqlExecutor) -> None:
+    def outer() -> None:
+        sql.transaction(lambda: sql.execute("INSERT INTO setting VALUES ('inner', '1')"))
+        raise RuntimeError("outer fails")
+
+    with pytest.raises(RuntimeError):
+        sql.transaction(outer)
+    assert sql.execute("SELECT count(*) FROM setting") == [(0,)]
+
+
+def test_schema_is_idempotent(sql: SqlExecutor) -> None:
+    # spec 8.1: schema creation runs on every instance start
+    ensure_shard_schema(sql)
+    ensure_shard_schema(sql)
+    assert sql.execute("SELECT count(*) FROM job") == [(0,)]
+
+
+def test_conditional_update_reports_the_winner_once(sql: SqlExecutor) -> None:
+    # J-92: success is judged by whether a row changed (RETURNING)
+    store = JobStore(sql)
+    insert(store, job("B#0:a"))
+    first = store.update("B#0:a", ("SCHEDULED",), NOW, {"state": "QUEUED", "ready": 0, "lane_at": NOW})
+    second = store.update("B#0:a", ("SCHEDULED",), NOW, {"state": "QUEUED", "ready": 0, "lane_at": NOW})
+    assert first is not None and first["state"] == "QUEUED" and second is None
+    assert first["version"] > seq_floor(NOW)
+
+
+def test_dirty_mark_survives_a_change_after_projection_read(sql: SqlExecutor) -> None:
+    # ADR-0042: a job that changed after its snapshot was taken stays dirty
+    store = JobStore(sql)
+    insert(store, job("B#0:a"))
+    insert(store, job("B#0:b"))
+    versions = {r["id"]: r["version"] for r in store.get_many(store.dirty_ids(10))}
+    store.update("B#0:b", ("SCHEDULED",), NOW + 1, {"priority": 3}, transition=False)
+    store.clear_dirty(versions)
+    assert store.dirty_ids(10) == ["B#0:b"]
+
+
+def test_ready_merge_orders_all_ready_jobs_by_aged_priority(sql: SqlExecutor) -> None:
+    # J-142, J-150a, ADR-0043: k-way merge over per-priority streams
+    store, lanes = JobStore(sql), LaneQueries(sql)
+    insert(store, job("B#0:new-hi", priority=5, created_at=NOW))
+    insert(store, job("B#0:old-lo", priority=0, created_at=NOW - 600_000))
+    insert(store, job("B#0:mid", priority=3, created_at=NOW - 1))
+    insert(store, job("B#0:later", run_after=NOW + 10))
+    order = [j["id"] for j in lanes.ready_in_order(NOW, 60_000, page_rows=1)]
+    assert order == ["B#0:old-lo", "B#0:new-hi", "B#0:mid"]
+    assert [j["id"] for j in lanes.ready_in_order(NOW, None)] == ["B#0:new-hi", "B#0:mid", "B#0:old-lo"]
+
+
+def test_waiting_jobs_are_promoted_when_due(sql: SqlExecutor) -> None:
+    # J-26, ADR-0043
+    store, lanes = JobStore(sql), LaneQueries(sql)
+    insert(store, job("B#0:a", run_after=NOW + 10))
+    assert lanes.earliest_waiting() == NOW + 10
+    assert lanes.promote_due(NOW + 9, 10) == 0
+    assert lanes.promote_due(NOW + 10, 10) == 1
+    assert [j["id"] for j in lanes.ready_in_order(NOW + 10, None)] == ["B#0:a"]
+    assert lanes.earliest_waiting() is None
+
+
+def test_unique_key_reservation(sql: SqlExecutor) -> None:
+    # J-33
+    keys = UniqueKeys(sql)
+    assert keys.reserve("k", "B#0:a", NOW + 10) is None
+    assert keys.reserve("k", "B#0:b", NOW + 10) == "B#0:a"
+    keys.delete_expired(NOW + 10)
+    assert keys.reserve("k", "B#0:c", NOW + 20) is None
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT max(lane_at) FROM job WHERE state = 'SCHEDULED' AND ready = 1",
+        "SELECT id FROM job WHERE state = 'SCHEDULED' AND ready = 1 AND lane_at = 0 ORDER BY created_at, id",
+        "SELECT min(lane_at) FROM job WHERE state = 'SCHEDULED' AND ready = 0",
+        "SELECT id FROM job WHERE state = 'QUEUED' AND ready = 0 AND lane_at <= 5 ORDER BY lane_at",
+        "SELECT count(*) FROM job WHERE state IN ('QUEUED', 'RUNNING')",
+        "SELECT concurrency_key, count(*) FROM job WHERE concurrency_key IS NOT NULL "
+        "AND state IN ('QUEUED', 'RUNNING') GROUP BY concurrency_key",
+        "SELECT id FROM job WHERE state = 'COMPLETED' AND ready = 0 AND lane_at < 5 ORDER BY lane_at",
+    ],
+)
+def test_tick_queries_are_served_by_indexes(sql: SqlExecutor, query: str) -> None:
+    # ADR-0043: no tick query scans the job table
+    plan = " ".join(str(row[-1]) for row in sql.execute(f"EXPLAIN QUERY PLAN {query}"))
+    assert "INDEX" in plan and "SCAN job " not in plan + " "
