@@ -51,24 +51,41 @@ def version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("--help", "-h"):
-        (sys.stdout if args else sys.stderr).write(usage())
-        return 0 if args else 1
-    if args[0] == "--version":
+    if not args:
+        if sys.stdin.isatty() and sys.stdout.isatty():  # C-6: a person at a terminal gets the menu
+            from tsumugi.cli.interactive import run_interactive
+
+            return run_interactive()
+        sys.stderr.write(usage())
+        return 1
+    if "--help" in args or "-h" in args:  # C-1: --help wins over --version, both over commands
+        sys.stdout.write(usage())
+        if args[0] in COMMANDS:
+            sys.stdout.write("\n" + _parser(args[0]).format_help())
+        return 0
+    if "--version" in args:
         print(version())
         return 0
     name = args[0]
     if name not in COMMANDS:
         sys.stderr.write(f'tsumugi: unknown command "{name}"\n{usage()}')
         return 1
-    command = _command(name)
-    parser = _Parser(prog=f"tsumugi {name}", description=command.SUMMARY)
-    command.add_arguments(parser)
+    parser = _parser(name)
     try:
-        exit_code: int = command.run(parser.parse_args(args[1:]))
+        exit_code: int = _command(name).run(parser.parse_args(args[1:]))
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 1
+    except Exception as error:  # C-6: unexpected failures are one line, exit 1
+        sys.stderr.write(f"tsumugi: {error}\n")
+        return 1
     return exit_code
+
+
+def _parser(name: str) -> _Parser:
+    command = _command(name)
+    parser = _Parser(prog=f"tsumugi {name}", description=command.SUMMARY, add_help=False)
+    command.add_arguments(parser)
+    return parser
 
 
 def _command(name: str) -> ModuleType:
