@@ -1,0 +1,26 @@
+"""``ports.AlarmPort`` over a Durable Object's single alarm (``ctx.storage.setAlarm``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tsumugi.runtimes.cloudflare.js_conversion import to_js_value, to_py_value
+
+
+class DurableObjectAlarm:
+    """The coordinator's alarm; ``set_calls`` counts ``setAlarm`` calls, each billed as one row written."""
+
+    def __init__(self, storage: Any) -> None:
+        self._storage = storage
+        self.set_calls = 0
+
+    async def get_alarm(self) -> int | None:
+        at_ms = to_py_value(await self._storage.getAlarm())
+        return None if at_ms is None else int(at_ms)
+
+    async def set_alarm(self, at_ms: int) -> None:
+        self.set_calls += 1
+        await self._storage.setAlarm(to_js_value(at_ms))
+
+    async def delete_alarm(self) -> None:
+        await self._storage.deleteAlarm()

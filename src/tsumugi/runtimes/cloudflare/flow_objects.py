@@ -1,0 +1,104 @@
+"""The flow and schedule Durable Objects: ``TsumugiRun`` (F-28) and ``TsumugiScheduler`` (S-rules).
+
+Unlike the job shard these need the app's definitions (flows, run settings, schedules, shard counts),
+so the entry module subclasses them and sets ``app`` to its ``define_tsumugi`` result, as the original's
+``class TsumugiRun extends tsumugi.runClass {}`` does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from tsumugi.clock import SystemClock
+from tsumugi.coordinator.run import RunCoordinator
+from tsumugi.coordinator.scheduler import Scheduler
+from tsumugi.runtimes.cloudflare.durable_objects import HostedCoordinator
+from tsumugi.runtimes.cloudflare.js_conversion import to_js_value, to_py_value
+from tsumugi.storage.read_model_writer import D1ReadModelWriter
+
+
+def shard_counts(app: Any) -> dict[str, int]:
+    """Shards per binding, so flow nodes and scheduled jobs route like every other enqueue (J-19)."""
+    return {binding: config.shards for binding, config in app.binding_configs.items()}
+
+
+class RunObject(HostedCoordinator):
+    """One run's coordinator (``RUN``); its Durable Object name is the run id."""
+
+    app: ClassVar[Any]
+
+    def __init__(self, ctx: Any, env: Any) -> None:
+        super().__init__(ctx, env)
+        app = type(self).app
+        database = self.worker_env.get("TSUMUGI_DB")
+        self.run = RunCoordinator(
+            self.object_name,
+            self.sql,
+            clock=SystemClock(),
+            alarm=self.alarm_port,
+            shards=self.worker_env.JOB_SHARD,
+            runs=self.worker_env.RUN,
+            read_model=None if database is None else D1ReadModelWriter(database),
+            flows=app.flows or {},
+            settings=app.runs,
+            shards_of=shard_counts(app),
+        )
+
+    async def alarm(self, alarm_info: Any = None) -> None:
+        await self.run.alarm()
+
+    async def start(
+        self, flow: str, input: Any, deadline_ms: Any = None, parent: Any = None, depth: Any = 0
+    ) -> Any:
+        deadline = to_py_value(deadline_ms)
+        result = await self.run.start(
+            flow,
+            to_py_value(input),
+            None if deadline is None else int(deadline),
+            to_py_value(parent),
+            int(to_py_value(depth) or 0),
+        )
+        return to_js_value(result)
+
+    async def state(self) -> Any:
+        return to_js_value(await self.run.state())
+
+    async def notify(self, events: Any) -> None:
+        await self.run.notify(to_py_value(events))
+
+    async def notify_child(self, node_id: str, child_run_id: str, state: str) -> None:
+        await self.run.notify_child(node_id, child_run_id, state)
+
+    async def cancel(self) -> Any:
+        return to_js_value(await self.run.cancel())
+
+    async def retry(self) -> Any:
+        return to_js_value(await self.run.retry())
+
+
+class SchedulerObject(HostedCoordinator):
+    """The app's cron schedules (``SCHEDULER``): one instance fires every schedule on its alarm."""
+
+    app: ClassVar[Any]
+
+    def __init__(self, ctx: Any, env: Any) -> None:
+        super().__init__(ctx, env)
+        app = type(self).app
+        self.scheduler = Scheduler(
+            self.sql,
+            clock=SystemClock(),
+            alarm=self.alarm_port,
+            schedules=list(app.schedules or ()),
+            shards=self.worker_env.JOB_SHARD,
+            runs=self.worker_env.get("RUN"),
+            shards_of=shard_counts(app),
+        )
+
+    async def alarm(self, alarm_info: Any = None) -> None:
+        await self.scheduler.alarm()
+
+    async def list(self) -> Any:
+        return to_js_value(await self.scheduler.list())
+
+    async def sync(self) -> None:
+        await self.scheduler.sync()

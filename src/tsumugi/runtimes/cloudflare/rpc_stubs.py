@@ -1,0 +1,67 @@
+"""Durable Object namespaces seen as ``ports.ShardNamespace``/``ports.RunNamespace`` (J-17, F-28).
+
+A call on a stub crosses the Durable Object RPC boundary: arguments go out through ``to_js_value`` and
+results come back through ``to_py_value``, so engine code sees plain JSON-shaped data on both runtimes.
+The same stubs serve an enqueue-only Worker whose ``JOB_SHARD`` points at another script (J-200).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from tsumugi.runtimes.cloudflare.js_conversion import to_js_value, to_py_value
+
+
+class DurableObjectStub:
+    """Any coordinator's RPC surface: ``await stub.enqueue_many(inputs, settings)`` and so on.
+
+    Method names are the Python coordinator's own (the name-mapping table of jobs.md §2); every argument
+    is converted, ``None`` included, so optional positional arguments keep their places.
+    """
+
+    __slots__ = ("_protocol", "_stub", "name")
+
+    def __init__(self, stub: Any, name: str, protocol: type | None = None) -> None:
+        self._stub = stub
+        self._protocol = protocol
+        self.name = name
+
+    def __getattr__(self, method: str) -> Callable[..., Awaitable[Any]]:
+        if method.startswith("_"):
+            raise AttributeError(method)
+        remote = getattr(self._stub, method)
+
+        positional = self._positional
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            js_args = [to_js_value(arg) for arg in positional(method, args, kwargs)]
+            return to_py_value(await remote(*js_args))
+
+        return call
+
+    def _positional(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+        """RPC takes positional arguments only: keyword arguments are placed by the port's signature."""
+        if not kwargs:
+            return list(args)
+        declared = getattr(self._protocol, method, None)
+        if declared is None:
+            raise TypeError(f"{method}() crosses RPC with positional arguments only")
+        bound = inspect.signature(declared).bind(None, *args, **kwargs)
+        bound.apply_defaults()
+        return list(bound.args[1:])
+
+
+class DurableObjectNamespaceClient:
+    """``env.JOB_SHARD`` / ``env.RUN`` / ``env.SCHEDULER``: stubs addressed by name (``idFromName``)."""
+
+    __slots__ = ("_namespace", "_protocol")
+
+    def __init__(self, namespace: Any, protocol: type | None = None) -> None:
+        self._namespace = namespace
+        self._protocol = protocol
+
+    def get(self, name: str) -> Any:
+        stub = self._namespace.get(self._namespace.idFromName(name))
+        return DurableObjectStub(stub, name, self._protocol)

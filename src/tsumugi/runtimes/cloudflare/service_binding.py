@@ -1,0 +1,79 @@
+"""Remote performers over service bindings (J-62, J-63): the calling side and the serving side.
+
+The caller hands the performer a JS context object: ``jobId``, ``attempt``, ``idempotencyKey``,
+``deadlineAt`` (a timestamp, since abort signals cannot cross RPC, J-75), ``traceparent``, and the
+callbacks ``heartbeat(progress)`` and ``spawn(id, binding, payload, options)``. Both callbacks are remote
+calls on the serving side, so a remote performer must await them (J-63).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tsumugi.performer import HeartbeatResult, JobContext, Performer
+from tsumugi.runtimes.cloudflare.js_conversion import js_function, to_js_value, to_py_value
+
+
+class RemotePerformer:
+    """A performer in another Worker, reached through ``env.<BINDING>`` (a service binding, J-61)."""
+
+    __slots__ = ("_fetcher",)
+
+    def __init__(self, fetcher: Any) -> None:
+        self._fetcher = fetcher
+
+    async def perform(self, payload: Any, ctx: JobContext) -> Any:
+        async def heartbeat(progress: Any = None) -> Any:
+            beat = await ctx.heartbeat(to_py_value(progress))
+            return to_js_value({"ok": True, "cancelRequested": beat.cancel_requested})
+
+        def spawn(id: Any, binding: Any, child_payload: Any, options: Any = None) -> None:
+            ctx.spawn(str(id), str(binding), to_py_value(child_payload), to_py_value(options))
+
+        js_ctx = to_js_value(
+            {
+                "jobId": ctx.job_id,
+                "attempt": ctx.attempt,
+                "idempotencyKey": ctx.idempotency_key,
+                "deadlineAt": ctx.deadline_at,
+                "traceparent": ctx.traceparent,
+                "heartbeat": js_function(heartbeat),
+                "spawn": js_function(spawn),
+            }
+        )
+        return to_py_value(await self._fetcher.perform(to_js_value(payload), js_ctx))
+
+
+class RemoteJobContext(JobContext):
+    """The ``ctx`` a served performer sees: heartbeat and spawn call back into the calling Worker."""
+
+    __slots__ = ("_js_ctx",)
+
+    def __init__(self, js_ctx: Any) -> None:
+        async def heartbeat(progress: Any = None) -> HeartbeatResult:
+            answer = to_py_value(await js_ctx.heartbeat(to_js_value(progress))) or {}
+            return HeartbeatResult(cancel_requested=bool(answer.get("cancelRequested")))
+
+        super().__init__(
+            job_id=str(js_ctx.jobId),
+            attempt=int(js_ctx.attempt),
+            deadline_at=int(js_ctx.deadlineAt),
+            heartbeat=heartbeat,
+            traceparent=to_py_value(getattr(js_ctx, "traceparent", None)),
+        )
+        self._js_ctx = js_ctx
+
+    async def spawn_remote(
+        self, id: str, binding: str, payload: Any, options: dict[str, Any] | None = None
+    ) -> None:
+        """Ship a child-node request to the calling Worker now (J-63: await it, or it is lost)."""
+        await self._js_ctx.spawn(id, binding, to_js_value(payload), to_js_value(options or {}))
+
+
+async def serve_perform(performer: Performer, payload: Any, js_ctx: Any) -> Any:
+    """Run a served performer's ``perform`` for a caller in another Worker; spawns travel back (J-63)."""
+    ctx = RemoteJobContext(js_ctx)
+    result = await performer.perform(to_py_value(payload), ctx)
+    for request in ctx.spawns:
+        await ctx.spawn_remote(request.id, request.binding, request.payload, request.options)
+    return to_js_value(result)

@@ -1,0 +1,94 @@
+"""The Worker's default export: the fetch, queue and scheduled handlers of a Tsumugi app (J-7, J-207).
+
+The entry module subclasses ``WorkerHandlers`` and sets ``app`` (the ``define_tsumugi`` result) and,
+optionally, ``routes`` (a function of ``env`` returning the app's own Starlette routes, served first).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any, ClassVar, Final
+
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Mount
+
+from tsumugi.performer import Performer
+from tsumugi.runtimes.cloudflare.js_conversion import unwrap_sdk
+from tsumugi.runtimes.cloudflare.queue_producer import delivered_messages
+from tsumugi.runtimes.cloudflare.service_binding import serve_perform
+from tsumugi.runtimes.cloudflare.worker_env import WorkerEnv, worker_env_for
+
+# ADR-0084: the Tsumugi object's REST/dashboard ASGI app is found by these method names (the same names
+# the local runtime looks for, ADR-0054), each a function of env.
+ASGI_FACTORY_METHODS: Final = ("asgi", "http_app", "asgi_app")
+
+
+def build_http_app(app: Any, env: Any, routes: Callable[[Any], list[BaseRoute]] | None) -> Starlette:
+    """The app's own routes first, then Tsumugi's REST API and dashboard; 404 when neither matches."""
+    served: list[BaseRoute] = list(routes(env)) if routes is not None else []
+    for method in ASGI_FACTORY_METHODS:
+        factory = getattr(app, method, None)
+        if callable(factory):
+            served.append(Mount("/", app=factory(env)))
+            break
+
+    async def not_found(request: Any, exc: Exception) -> JSONResponse:
+        return JSONResponse({"error": "not found"}, status_code=404)
+
+    return Starlette(routes=served, exception_handlers={404: not_found})
+
+
+# ADR-0084: resolved at run time, like the Durable Object base class.
+_WorkerEntrypoint: Any = importlib.import_module("workers").WorkerEntrypoint
+
+
+class WorkerHandlers(_WorkerEntrypoint):  # type: ignore[misc]
+    """fetch -> ASGI (REST API + dashboard), queue -> the consumer, scheduled -> read-model retention."""
+
+    app: ClassVar[Any]
+    routes: ClassVar[Callable[[Any], list[BaseRoute]] | None] = None
+
+    _http_apps: ClassVar[dict[int, Starlette]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._http_apps = {}
+
+    def _worker_env(self) -> WorkerEnv:
+        return worker_env_for(self.env)
+
+    async def fetch(self, request: Any, *_runtime_args: Any) -> Any:
+        asgi = importlib.import_module("workers.asgi")  # first request only: just fetch needs it
+
+        env = self._worker_env()
+        http_app = self._http_apps.get(id(env))
+        if http_app is None:  # built once per isolate, like the env adapters it closes over
+            http_app = self._http_apps[id(env)] = build_http_app(self.app, env, type(self).routes)
+        return await asgi.fetch(http_app, request, self.env, self.ctx)
+
+    async def queue(self, batch: Any, *_runtime_args: Any) -> None:
+        # J-118: the consumer acks every message itself; a raise here would make Queues redeliver.
+        await self.app.queue(delivered_messages(unwrap_sdk(batch)), self._worker_env(), self.ctx)
+
+    async def scheduled(self, controller: Any, *_runtime_args: Any) -> None:
+        # J-207: the app's sweep logs what it removed; shard-side cleanup needs no cron.
+        await self.app.scheduled(controller, self._worker_env(), self.ctx)
+
+
+class PerformerEntrypoint(_WorkerEntrypoint):  # type: ignore[misc]
+    """Serves one performer to other Workers through a service binding (J-62).
+
+    The serving Worker exports a subclass named like the performer class, with ``performer`` set; the
+    calling Worker binds it with ``{binding: <Tsumugi binding>, service: <this Worker>, entrypoint: <name>}``.
+    """
+
+    performer: ClassVar[type[Performer]]
+
+    async def perform(self, payload: Any, ctx: Any) -> Any:
+        performer = type(self).performer(self.ctx, self._worker_env())
+        return await serve_perform(performer, payload, ctx)
+
+    def _worker_env(self) -> WorkerEnv:
+        return worker_env_for(self.env)
