@@ -1,0 +1,30 @@
+"""Read-model upkeep beside the coordinators: retention sweep and metrics (J-172, M-1..M-12).
+
+The projection itself (outbox -> read model, J-192) is
+``tsumugi.storage.read_model_writer.D1ReadModelWriter``, which the coordinators call through
+``ports.ReadModelWriter``; the migration check is ``tsumugi.storage.read_model_migrations`` (ADR-0061).
+"""
+
+from __future__ import annotations
+
+from tsumugi.projection.analytics_engine import (
+    AnalyticsCredentials,
+    AnalyticsEngineReader,
+    AnalyticsEngineWriter,
+    analytics_data_point,
+    analytics_engine_metrics,
+)
+from tsumugi.projection.local_metrics import LocalMetricsReader, LocalMetricsWriter
+from tsumugi.projection.read_model_sweep import SweepOptions, sweep_read_model
+
+__all__ = [
+    "AnalyticsCredentials",
+    "AnalyticsEngineReader",
+    "AnalyticsEngineWriter",
+    "LocalMetricsReader",
+    "LocalMetricsWriter",
+    "SweepOptions",
+    "analytics_data_point",
+    "analytics_engine_metrics",
+    "sweep_read_model",
+]

@@ -7,6 +7,7 @@ single connection keeps writes serialised without a lock (ADR-0063).
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
@@ -20,9 +21,14 @@ LEDGER_DDL: Final = (
 )
 
 
+PAGE_CACHE_KIB: Final = 65_536  # 64 MiB: holds the job table's hot indexes at a million rows
+
+
 def default_migrations_dir() -> Path:
-    """The top-level ``migrations/`` shipped next to the package source (C-19)."""
-    return Path(__file__).resolve().parents[4] / "migrations"
+    """The D1 migrations: inside an installed wheel (``tsumugi/migrations``), else the checkout's (C-19)."""
+    package = Path(__file__).resolve().parents[2]
+    shipped = package / "migrations"
+    return shipped if shipped.is_dir() else package.parents[1] / "migrations"
 
 
 class SqliteDatabase:
@@ -32,44 +38,55 @@ class SqliteDatabase:
         self.path = str(path)
         self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._conn.row_factory = sqlite3.Row
+        # One connection may be reached from a server thread and the runtime's loop; a transaction must
+        # never interleave with another thread's statements.
+        self._lock = threading.Lock()
+        # The default 2 MiB page cache thrashes between the list query and COUNT(*) at 100k rows (ADR-0063).
+        self._conn.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KIB}")
         if self.path != ":memory:":
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
 
     async def all(self, sql: str, params: Sequence[SqlValue] = ()) -> list[dict[str, SqlValue]]:
-        cursor = self._conn.execute(sql, tuple(params))
-        try:
-            return [dict(row) for row in cursor.fetchall()]
-        finally:
-            cursor.close()
+        with self._lock:
+            cursor = self._conn.execute(sql, tuple(params))
+            try:
+                return [dict(row) for row in cursor.fetchall()]
+            finally:
+                cursor.close()
 
     async def run(self, sql: str, params: Sequence[SqlValue] = ()) -> int:
-        cursor = self._conn.execute(sql, tuple(params))
-        try:
-            return cursor.rowcount
-        finally:
-            cursor.close()
+        with self._lock:
+            cursor = self._conn.execute(sql, tuple(params))
+            try:
+                return cursor.rowcount
+            finally:
+                cursor.close()
 
     async def batch(self, statements: Sequence[tuple[str, Sequence[SqlValue]]]) -> None:
         """Run all statements in one transaction, like D1's ``batch``."""
-        self._conn.execute("BEGIN")
-        try:
-            for sql, params in statements:
-                self._conn.execute(sql, tuple(params))
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                for sql, params in statements:
+                    self._conn.execute(sql, tuple(params))
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
 
     def executescript(self, script: str) -> None:
-        self._conn.executescript(script)
+        with self._lock:
+            self._conn.executescript(script)
 
     def ledger_names(self) -> set[str]:
         """Names recorded in the ``d1_migrations`` ledger."""
-        return {str(r[0]) for r in self._conn.execute("SELECT name FROM d1_migrations").fetchall()}
+        with self._lock:
+            return {str(r[0]) for r in self._conn.execute("SELECT name FROM d1_migrations").fetchall()}
 
     def close(self) -> None:
-        self._conn.close()
+        with self._lock:
+            self._conn.close()
 
 
 def apply_migrations(db: SqliteDatabase, directory: str | Path | None = None) -> list[str]:

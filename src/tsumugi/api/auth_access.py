@@ -1,0 +1,158 @@
+"""Cloudflare Access JWT verification: RS256 only, exact issuer, audience string or list (A-83..A-87).
+
+The claim checks run on the decoded segments first, so the JWKS is fetched only for plausible tokens
+(A-86); PyJWT's ``RSAAlgorithm`` (pure Python over ``cryptography``, both shipped by Pyodide) verifies
+the signature with the algorithm pinned, never the header's (ADR-0065).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
+from jwt.algorithms import RSAAlgorithm
+from jwt.exceptions import InvalidKeyError
+from starlette.requests import Request
+from starlette.responses import Response
+
+from tsumugi.api.auth_bearer import read_cookie, unauthorized
+from tsumugi.clock import Clock, SystemClock
+from tsumugi.errors import ConfigurationError
+
+DEFAULT_JWKS_TTL_MS: Final = 3_600_000  # A-86: one hour
+JWKS_TIMEOUT_S: Final = 10.0
+
+FetchJwks = Callable[[str], Awaitable[dict[str, Any]]]
+
+# A-86: process-wide, per URL: (fetched_at_ms, jwks).
+_jwks_cache: dict[str, tuple[int, dict[str, Any]]] = {}
+
+
+def clear_jwks_cache() -> None:
+    """Forget every cached JWKS, so a rotated key is seen before the TTL ends."""
+    _jwks_cache.clear()
+
+
+async def _fetch_jwks_over_http(url: str) -> dict[str, Any]:
+    """The default fetcher; the Workers runtime passes its own ``fetch_jwks`` instead."""
+    import httpx  # imported here: Workers bundles need not ship an HTTP client for Access
+
+    async with httpx.AsyncClient(timeout=JWKS_TIMEOUT_S) as client:
+        answer = await client.get(url)
+        answer.raise_for_status()
+        data: dict[str, Any] = answer.json()
+        return data
+
+
+def _segment_json(segment: str) -> Any:
+    padded = segment + "=" * (-len(segment) % 4)
+    return json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+
+
+def _segment_bytes(segment: str) -> bytes:
+    return base64.urlsafe_b64decode((segment + "=" * (-len(segment) % 4)).encode("ascii"))
+
+
+def _decode(token: str) -> tuple[dict[str, Any], dict[str, Any], list[str]] | None:
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        header, payload = _segment_json(parts[0]), _segment_json(parts[1])
+    except (ValueError, binascii.Error, UnicodeError):
+        return None
+    if not isinstance(header, dict) or not isinstance(payload, dict):
+        return None
+    return header, payload, parts
+
+
+class AccessAuth:
+    """``access_auth(team_domain, aud)``: see A-83..A-87. Claims go to ``request.state.access_claims``."""
+
+    def __init__(
+        self,
+        team_domain: str,
+        aud: str,
+        cache_ttl_ms: int = DEFAULT_JWKS_TTL_MS,
+        fetch_jwks: FetchJwks | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        if not team_domain or not aud:
+            raise ConfigurationError("cloudflare_access: team_domain and aud are required")
+        self.issuer = f"https://{team_domain}.cloudflareaccess.com"
+        self.jwks_url = f"{self.issuer}/cdn-cgi/access/certs"
+        self.aud = aud
+        self._ttl_ms = cache_ttl_ms
+        self._fetch = fetch_jwks or _fetch_jwks_over_http
+        self._clock = clock or SystemClock()
+
+    def _claims_ok(self, header: dict[str, Any], payload: dict[str, Any], now_ms: int) -> bool:
+        if header.get("alg") != "RS256" or not header.get("kid"):
+            return False
+        if payload.get("iss") != self.issuer:
+            return False
+        aud = payload.get("aud")
+        if not (aud == self.aud or (isinstance(aud, list) and self.aud in aud)):
+            return False
+        now_s = now_ms // 1000
+        exp = payload.get("exp")
+        if not isinstance(exp, int | float) or isinstance(exp, bool) or exp <= now_s:
+            return False
+        nbf = payload.get("nbf")
+        return not (isinstance(nbf, int | float) and not isinstance(nbf, bool) and nbf > now_s)
+
+    async def _jwks(self, now_ms: int) -> dict[str, Any]:
+        cached = _jwks_cache.get(self.jwks_url)
+        if cached is not None and now_ms - cached[0] < self._ttl_ms:
+            return cached[1]
+        jwks = await self._fetch(self.jwks_url)
+        _jwks_cache[self.jwks_url] = (now_ms, jwks)
+        return jwks
+
+    async def verify(self, token: str) -> dict[str, Any] | None:
+        """The verified claims, or None when any check of A-85 fails."""
+        decoded = _decode(token)
+        now_ms = self._clock.now()
+        if decoded is None or not self._claims_ok(decoded[0], decoded[1], now_ms):
+            return None
+        header, payload, parts = decoded
+        keys = (await self._jwks(now_ms)).get("keys") or []
+        jwk = next((k for k in keys if isinstance(k, dict) and k.get("kid") == header["kid"]), None)
+        if jwk is None:
+            return None  # A-86: an unknown kid does not refetch
+        try:
+            key = RSAAlgorithm.from_jwk(jwk)
+            if not isinstance(key, RSAPublicKey):
+                return None
+            signature = _segment_bytes(parts[2])
+        except (InvalidKeyError, ValueError, binascii.Error, UnicodeError):
+            return None  # ADR-0065: a malformed key or signature is a refusal, not a 500
+        signed = f"{parts[0]}.{parts[1]}".encode("ascii")
+        if not RSAAlgorithm(RSAAlgorithm.SHA256).verify(signed, key, signature):
+            return None
+        return payload
+
+    async def __call__(self, request: Request, env: Any) -> Response | None:
+        token = request.headers.get("cf-access-jwt-assertion") or read_cookie(request, "CF_Authorization")
+        if not token:
+            return unauthorized()
+        claims = await self.verify(token)
+        if claims is None:
+            return unauthorized()
+        request.state.access_claims = claims  # A-87: "accessClaims" downstream
+        return None
+
+
+def access_auth(
+    team_domain: str,
+    aud: str,
+    cache_ttl_ms: int = DEFAULT_JWKS_TTL_MS,
+    fetch_jwks: FetchJwks | None = None,
+    clock: Clock | None = None,
+) -> AccessAuth:
+    """Guard ``/api/*`` with Cloudflare Access (A-83..A-87)."""
+    return AccessAuth(team_domain, aud, cache_ttl_ms, fetch_jwks, clock)

@@ -1,0 +1,302 @@
+"""Request and response bodies as pydantic models; the OpenAPI document is generated from them (A-69..A-71).
+
+Field names are the wire names (A-6): camelCase request bodies for create/reschedule/start, snake_case
+list and detail bodies, camelCase stats and metrics.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic.json_schema import SkipJsonSchema
+
+JobStateName = Literal["SCHEDULED", "QUEUED", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "STALLED"]
+
+
+def integral_to_int(value: int | float) -> int | float:
+    """JS prints an integral number without a fraction (A-10); pydantic would print ``2.0``."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+# REST does not enforce integers (A-39), so a stored priority may be fractional; integral ones stay ints.
+JS_NUMBER_VALIDATOR = AfterValidator(integral_to_int)
+JsNumber = Annotated[int | float, JS_NUMBER_VALIDATOR, WithJsonSchema({"type": "number"})]
+
+# Optional request fields may be omitted but never sent as null (A-38): no null in their schema.
+Omitted = SkipJsonSchema[None]
+NodeStateName = Literal[
+    "PENDING", "SCHEDULED", "QUEUED", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "STALLED", "SKIPPED"
+]
+
+
+class Error(BaseModel):
+    error: str
+
+
+class Mutation(BaseModel):
+    ok: Literal[True]
+    requested: bool = Field(default=False, description="present (true) when a running job was asked to stop")
+
+
+class JobSummary(BaseModel):
+    id: str
+    binding: str
+    state: JobStateName
+    priority: JsNumber
+    attempts: int
+    max_attempts: int
+    created_at: int
+    updated_at: int
+    dispatched_at: int | None
+    retryable: bool
+
+
+class AttemptRecord(BaseModel):
+    model_config = ConfigDict(extra="allow")  # A-36: stored entries also carry job_id
+
+    attempt: int
+    state: str
+    started_at: int | None
+    finished_at: int
+    error: str | None
+
+
+class JobDetail(BaseModel):
+    id: str
+    binding: str
+    state: JobStateName
+    priority: JsNumber
+    attempts: int
+    max_attempts: int
+    created_at: int
+    updated_at: int
+    dispatched_at: int | None
+    retryable: bool
+    concurrency_key: str | None
+    unique_key: str | None
+    guarantee: Literal["at-least-once", "at-most-once"]
+    run_after: int | None
+    progress: float | None
+    payload: str
+    result: str | None
+    attempts_log: list[AttemptRecord]
+
+
+class JobList(BaseModel):
+    jobs: list[JobSummary]
+    total: int
+
+
+class JobDetailResponse(BaseModel):
+    job: JobDetail
+
+
+class CreateJobRequest(BaseModel):
+    binding: str = Field(min_length=1)
+    payload: Any
+    maxAttempts: Annotated[float, Field(ge=1)] | Omitted = None
+    delayMs: Annotated[float, Field(ge=0)] | Omitted = None
+    priority: float | Omitted = None
+    concurrencyKey: str | Omitted = None
+    uniqueKey: str | Omitted = None
+
+
+class Created(BaseModel):
+    id: str
+
+
+class RescheduleRequest(BaseModel):
+    """Exactly one of ``runAt`` and ``delayMs`` (A-46)."""
+
+    runAt: float | Omitted = None
+    delayMs: Annotated[float, Field(ge=0)] | Omitted = None
+    priority: float | Omitted = None
+
+
+class BulkRequest(BaseModel):
+    """Either ``ids`` (every other field is then ignored) or a filter (A-49)."""
+
+    ids: (
+        Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1, max_length=200)] | Omitted
+    ) = None
+    binding: str | Omitted = None
+    state: str | Omitted = None
+    unique_key: str | Omitted = None
+    concurrency_key: str | Omitted = None
+    created_from: float | Omitted = None
+    created_to: float | Omitted = None
+    limit: int = Field(default=200, ge=1, le=200)
+
+
+class BulkFailure(BaseModel):
+    id: str
+    reason: Literal["invalid-state", "gone", "invalid-id"]
+
+
+class BulkResult(BaseModel):
+    ok: list[str]
+    failed: list[BulkFailure]
+    remaining: int
+
+
+class Stats(BaseModel):
+    byState: dict[str, int]
+    oldestScheduledMs: int | None
+
+
+class BlockedFlags(BaseModel):
+    capacity: bool
+    tokens: bool
+    perKey: bool
+
+
+class BindingDiagnostics(BaseModel):
+    active: int
+    outbox: int
+    blocked: BlockedFlags
+
+
+class Diagnostics(BaseModel):
+    shard: int
+    bindings: dict[str, BindingDiagnostics]
+
+
+class BindingList(BaseModel):
+    bindings: list[str]
+
+
+class FlowList(BaseModel):
+    flows: list[str]
+
+
+class Schedule(BaseModel):
+    name: str
+    kind: Literal["job", "flow"]
+    target: str
+    every_ms: int | None
+    cron: str | None
+    overlap: Literal["skip", "overlap"]
+    next_run_at: int
+    last_run_at: int | None
+    last_fired_at: int | None
+    last_job_id: str | None
+    last_run_id: str | None
+    last_skipped_at: int | None
+    skipped_count: int
+    last_error: str | None
+
+
+class ScheduleList(BaseModel):
+    schedules: list[Schedule]
+
+
+class RunSummary(BaseModel):
+    id: str
+    flow: str
+    state: str
+    node_total: int
+    node_done: int
+    node_failed: int
+    created_at: int
+    updated_at: int
+
+
+class RunDetail(BaseModel):
+    id: str
+    flow: str
+    state: str
+    node_total: int
+    node_done: int
+    node_failed: int
+    created_at: int
+    updated_at: int
+    input: str
+    parent_run_id: str | None
+    parent_node_id: str | None
+    retryable: bool
+
+
+class RunNode(BaseModel):
+    id: str
+    binding: str
+    state: NodeStateName
+    container: bool
+    parent: str | None
+    origin: Literal["static", "fanOut", "spawn"]
+    after: list[str]
+    job_id: str | None
+    child_run_id: str | None
+    result: str | None
+    error: str | None
+    position: int
+    created_at: int
+    updated_at: int
+
+
+class RunList(BaseModel):
+    runs: list[RunSummary]
+    total: int
+
+
+class RunDetailResponse(BaseModel):
+    run: RunDetail
+    nodes: list[RunNode]
+
+
+class StartRunRequest(BaseModel):
+    flow: str = Field(min_length=1)
+    input: Any
+    id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]*$")] | Omitted = None
+    deadlineMs: Annotated[int, Field(ge=1)] | Omitted = None
+
+
+class BindingMetrics(BaseModel):
+    binding: str
+    total: float
+    failed: float
+    failureRate: float
+    avgDurationMs: float
+    maxDurationMs: float
+    p95DurationMs: float
+    avgAttempts: float
+
+
+class MetricsPoint(BaseModel):
+    at: float | None
+    total: float
+    failed: float
+    avgDurationMs: float
+
+
+class MetricsResponse(BaseModel):
+    hours: int
+    bindings: list[BindingMetrics]
+    series: list[MetricsPoint]
+
+
+class RateLimit(BaseModel):
+    tokens: int = Field(ge=1)
+    intervalMs: int = Field(ge=1)
+
+
+class PolicyPatch(BaseModel):
+    paused: bool | Omitted = None
+    concurrency: Annotated[int, Field(ge=0)] | Omitted = None
+    perKeyConcurrency: Annotated[int, Field(ge=0)] | Omitted = None
+    reaperGraceMs: Annotated[int, Field(ge=0)] | Omitted = None
+    rate: RateLimit | None = None
+    perKeyRate: RateLimit | None = None
+    agingIntervalMs: Annotated[float, Field(gt=0)] | None = None
+
+
+class PolicyResult(BaseModel):
+    ok: Literal[True]
+    settings: dict[str, Any]
+    shards: int
+
+
+class OpenApiDocument(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    openapi: str

@@ -1,0 +1,100 @@
+"""What the REST app needs from the application: ``RestOptions`` and the small protocols it names."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from tsumugi.clock import Clock, SystemClock
+from tsumugi.ports import JsonDict, ShardNamespace, SqlDatabase
+
+DEFAULT_FAILED_RETENTION_MS = 604_800_000  # 7 days (jobs.md 10.2)
+
+
+class AuthMiddleware(Protocol):
+    """A-77: returns a response to refuse (conventionally 401) or None to continue."""
+
+    async def __call__(self, request: Request, env: Any) -> Response | None: ...
+
+
+class MetricsReader(Protocol):
+    """Answers ``/api/metrics`` (M-8..M-11): ``{"bindings": [...], "series": [...]}`` in wire shapes.
+
+    Raises ``tsumugi.errors.MetricsUpstreamError`` for a refusal or timeout upstream (502, M-12).
+    """
+
+    async def read(self, hours: int, binding: str | None) -> JsonDict: ...
+
+
+@dataclass(frozen=True)
+class BindingOptions:
+    """Per-binding facts the API needs: shard count, retry window, the static settings to reset to."""
+
+    shards: int = 1
+    failed_retention_ms: int = DEFAULT_FAILED_RETENTION_MS
+    static_settings: JsonDict | None = None
+
+
+@dataclass(frozen=True)
+class MissingBindingsReport:
+    """A-13: the 503 body's ``error`` text and ``missing`` entries."""
+
+    message: str
+    missing: Sequence[JsonDict]
+
+
+def _env_attr(name: str) -> Callable[[Any], Any]:
+    def read(env: Any) -> Any:
+        return env.get(name) if isinstance(env, Mapping) else getattr(env, name, None)
+
+    return read
+
+
+EnqueueFn = Callable[[Any, JsonDict], Awaitable[str]]
+StartRunFn = Callable[[Any, str, Any, str | None, int | None], Awaitable[str]]
+RunControlFn = Callable[[Any, str, str], Awaitable[JsonDict]]
+SchedulesFn = Callable[[Any], Awaitable[Sequence[JsonDict]]]
+
+
+@dataclass(frozen=True)
+class RestOptions:
+    """Everything ``create_rest_app`` serves. Each request's ``env`` is ``scope["state"]["env"]`` when the
+    server put one there (Starlette lifespan state, or the Workers adapter), else ``env`` below (ADR-0060).
+
+    Attributes:
+        auth: None means every request answers 404 (A-12).
+        performers: registered binding names in registration order; None = standalone (A-56, A-33).
+        bindings: per-binding options; a binding not listed gets the defaults.
+        enqueue: ``async (env, wire_input) -> job id``; None -> 501 (A-20).
+        flows: registered flow names; empty -> runs 501 (A-21, A-22).
+        start_run: ``async (env, flow, input, local_id | None, deadline_ms | None) -> run id``.
+        run_control: ``async (env, run_id, "retry" | "cancel") -> {"ok": bool, "reason"?: str}``.
+        schedules: ``async (env) -> list of Schedule dicts``; None -> 501 (A-23).
+        metrics: ``env -> MetricsReader | None``, evaluated per request; None -> 501 (A-24).
+        check_bindings: ``env -> MissingBindingsReport | None``; None = standalone, no check (A-19).
+        ui: returns the dashboard HTML; None -> no fallback (A-17).
+    """
+
+    auth: AuthMiddleware | None
+    performers: Sequence[str] | None = None
+    bindings: Mapping[str, BindingOptions] = field(default_factory=dict)
+    enqueue: EnqueueFn | None = None
+    flows: Sequence[str] = ()
+    start_run: StartRunFn | None = None
+    run_control: RunControlFn | None = None
+    schedules: SchedulesFn | None = None
+    metrics: Callable[[Any], MetricsReader | None] | None = None
+    check_bindings: Callable[[Any], MissingBindingsReport | None] | None = None
+    ui: Callable[[], str] | None = None
+    env: Any = None
+    database: Callable[[Any], SqlDatabase] = field(default=_env_attr("TSUMUGI_DB"))
+    shards: Callable[[Any], ShardNamespace] = field(default=_env_attr("JOB_SHARD"))
+    clock: Clock = field(default_factory=SystemClock)
+    version: str | None = None  # None: the installed package version (A-69)
+
+    def binding(self, name: str) -> BindingOptions:
+        return self.bindings.get(name) or BindingOptions()

@@ -1,0 +1,122 @@
+"""Read-model job routes: list, detail, stats and bindings (A-28..A-37, A-54, A-56)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.responses import Response
+
+from tsumugi.api.context import RequestContext
+from tsumugi.api.models import (
+    AttemptRecord,
+    BindingList,
+    JobDetail,
+    JobDetailResponse,
+    JobList,
+    JobSummary,
+    Stats,
+)
+from tsumugi.api.wire import error_response, model_response, optional_text, parse_paging, query_bound
+from tsumugi.storage import read_model_jobs as jobs_sql
+from tsumugi.storage.read_model_jobs import JobFilter, JobPage
+
+_RETRYABLE_STATES = ("FAILED", "STALLED")
+
+
+def _retryable(ctx: RequestContext, row: dict[str, Any], now_ms: int) -> bool:
+    """A-33: FAILED/STALLED rows inside the binding's failed retention (always, when standalone)."""
+    if row["state"] not in _RETRYABLE_STATES:
+        return False
+    if ctx.options.performers is None:
+        return True
+    window_ms = ctx.options.binding(str(row["binding"])).failed_retention_ms
+    return int(row["updated_at"]) > now_ms - window_ms
+
+
+def _summary(ctx: RequestContext, row: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    return {
+        **{k: row[k] for k in JobSummary.model_fields if k != "retryable"},
+        "retryable": _retryable(ctx, row, now_ms),
+    }
+
+
+async def list_jobs(ctx: RequestContext) -> Response:
+    sort = ctx.query("sort")
+    limit, offset = parse_paging(ctx.query("limit"), ctx.query("offset"))
+    state = optional_text(ctx.query("state"))
+    flt = JobFilter(
+        states=(state,) if state is not None else (),
+        binding=optional_text(ctx.query("binding")),
+        id=optional_text(ctx.query("id")),
+        unique_key=optional_text(ctx.query("unique_key")),
+        concurrency_key=optional_text(ctx.query("concurrency_key")),
+        created_from=query_bound(ctx.query("created_from")),
+        created_to=query_bound(ctx.query("created_to")),
+    )
+    page = JobPage(
+        sort=sort if sort in jobs_sql.SORT_COLUMNS else "updated_at",
+        ascending=ctx.query("order") == "asc",
+        limit=limit,
+        offset=offset,
+    )
+    rows, total = await jobs_sql.list_jobs(ctx.db, flt, page)
+    now_ms = ctx.now_ms()
+    body = JobList(jobs=[JobSummary.model_validate(_summary(ctx, r, now_ms)) for r in rows], total=total)
+    return model_response(body)
+
+
+def _attempts_log(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """A-36, A-37: the stored log, or one synthesised entry for a completed job without one."""
+    text = row.get("attempts_log")
+    entries: Any = None
+    if isinstance(text, str):
+        try:
+            entries = json.loads(text)
+        except ValueError:
+            entries = None
+    if isinstance(entries, list) and entries:
+        try:
+            return [AttemptRecord.model_validate(e).model_dump(mode="json") for e in entries]
+        except ValueError:
+            pass  # A-37: a malformed log never fails the request
+    if row["state"] == "COMPLETED" and row["dispatched_at"] is not None:
+        return [
+            {
+                "attempt": row["attempts"] or 1,
+                "state": "COMPLETED",
+                "started_at": row["dispatched_at"],
+                "finished_at": row["updated_at"],
+                "error": None,
+            }
+        ]
+    return []
+
+
+async def get_job(ctx: RequestContext) -> Response:
+    row = await jobs_sql.get_job(ctx.db, ctx.params["id"])
+    if row is None:
+        return error_response("not found", 404)
+    detail = {
+        **_summary(ctx, row, ctx.now_ms()),
+        **{k: row[k] for k in ("concurrency_key", "unique_key", "guarantee", "run_after", "progress")},
+        "payload": row["payload"],
+        "result": row["result"],
+        "attempts_log": _attempts_log(row),
+    }
+    body = JobDetailResponse(job=JobDetail.model_validate(detail))
+    return model_response(body)
+
+
+async def get_stats(ctx: RequestContext) -> Response:
+    by_state = await jobs_sql.count_by_state(ctx.db)
+    oldest = await jobs_sql.oldest_scheduled_created_at(ctx.db)
+    # A-54 [Q]: measured from creation, not from run_after.
+    oldest_ms = None if oldest is None else max(0, ctx.now_ms() - oldest)
+    return model_response(Stats(byState=by_state, oldestScheduledMs=oldest_ms))
+
+
+async def list_bindings(ctx: RequestContext) -> Response:
+    performers = ctx.options.performers
+    names = sorted(performers) if performers is not None else await jobs_sql.distinct_bindings(ctx.db)
+    return model_response(BindingList(bindings=names))

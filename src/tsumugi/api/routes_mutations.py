@@ -1,0 +1,147 @@
+"""Job mutations through the shards: create, retry, cancel, reschedule, bulk (A-38..A-53, J-131, J-134)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Final
+
+from starlette.responses import Response
+
+from tsumugi.api.context import RequestContext
+from tsumugi.api.models import BulkResult, Created
+from tsumugi.api.validation import BulkSelection, validate_bulk, validate_create_job, validate_reschedule
+from tsumugi.api.wire import (
+    BodyError,
+    error_response,
+    json_response,
+    model_response,
+    read_json_body,
+    refusal_response,
+)
+from tsumugi.core.ids import parse_job_id
+from tsumugi.errors import EnqueueError, InvalidJobIdError
+from tsumugi.ports import JsonDict
+from tsumugi.storage import read_model_jobs as jobs_sql
+from tsumugi.storage.read_model_jobs import JobFilter
+
+NOT_ALLOWED: Final = "not allowed in the current state"
+MAX_SAFE_INTEGER: Final = 2**53 - 1  # JS Number.MAX_SAFE_INTEGER
+JOB_GONE: Final = "job is no longer available: removed from the coordinator after the retention period"
+
+
+def mutation_response(result: JsonDict, gone_message: str) -> Response:
+    """J-131/A-43: ok -> 200, invalid-state -> 409, gone -> 410."""
+    if result.get("ok"):
+        body: JsonDict = {"ok": True}
+        if result.get("requested"):
+            body["requested"] = True  # J-135: a running job was asked to stop
+        return json_response(body)
+    if result.get("reason") == "gone":
+        return refusal_response(gone_message, 410)
+    return refusal_response(NOT_ALLOWED, 409)
+
+
+def _shard_name(job_id: str) -> str | None:
+    try:
+        parsed = parse_job_id(job_id)
+    except InvalidJobIdError:
+        return None
+    return f"{parsed.binding}#{parsed.shard}"
+
+
+async def create_job(ctx: RequestContext) -> Response:
+    enqueue = ctx.options.enqueue
+    if enqueue is None:
+        return error_response("job creation is not available", 501)  # A-20: before the body
+    try:
+        accepted = validate_create_job(await read_json_body(ctx.request), ctx.options.performers)
+    except BodyError as exc:
+        return error_response(exc.message, 400)
+    try:
+        job_id = await enqueue(ctx.env, {k: getattr(accepted, k) for k in accepted.model_fields_set})
+    except (EnqueueError, InvalidJobIdError) as exc:
+        return error_response(str(exc), 400)  # ADR-0066: refused input is a 400, never a 500
+    return model_response(Created(id=job_id), 201)
+
+
+async def _single(ctx: RequestContext, action: str) -> Response:
+    job_id = ctx.params["id"]
+    name = _shard_name(job_id)
+    if name is None:
+        return error_response("invalid job id", 400)  # A-42
+    shard = ctx.shards.get(name)
+    result = await (shard.retry(job_id) if action == "retry" else shard.cancel(job_id))
+    return mutation_response(result, JOB_GONE)
+
+
+async def retry_job(ctx: RequestContext) -> Response:
+    return await _single(ctx, "retry")
+
+
+async def cancel_job(ctx: RequestContext) -> Response:
+    return await _single(ctx, "cancel")
+
+
+async def reschedule_job(ctx: RequestContext) -> Response:
+    try:
+        accepted = validate_reschedule(await read_json_body(ctx.request))  # A-46: before the id
+    except BodyError as exc:
+        return error_response(exc.message, 400)
+    job_id = ctx.params["id"]
+    name = _shard_name(job_id)
+    if name is None:
+        return error_response("invalid job id", 400)
+    run_at = accepted.runAt
+    if run_at is None:
+        run_at = ctx.now_ms() + (accepted.delayMs or 0)  # A-46: request time + delayMs
+    # Instants stay within the integers JS and D1 represent exactly (ADR-0066).
+    run_at_ms = int(max(-MAX_SAFE_INTEGER, min(MAX_SAFE_INTEGER, run_at)))
+    result = await ctx.shards.get(name).reschedule(job_id, run_at=run_at_ms, priority=accepted.priority)
+    return mutation_response(result, JOB_GONE)
+
+
+async def _select(ctx: RequestContext, selection: BulkSelection) -> tuple[list[str], int]:
+    if selection.ids is not None:
+        return list(selection.ids), 0  # A-51: ids mode has nothing remaining
+    flt = JobFilter(
+        states=selection.states,
+        binding=selection.binding,
+        unique_key=selection.unique_key,
+        concurrency_key=selection.concurrency_key,
+        created_from=selection.created_from,
+        created_to=selection.created_to,
+    )
+    ids, total = await jobs_sql.select_for_bulk(ctx.db, flt, selection.limit)
+    return ids, max(0, total - len(ids))
+
+
+async def _bulk(ctx: RequestContext, action: str) -> Response:
+    try:
+        selection = validate_bulk(await read_json_body(ctx.request), action)
+    except BodyError as exc:
+        return error_response(exc.message, 400)
+    ids, remaining = await _select(ctx, selection)
+    groups: dict[str, list[str]] = {}
+    invalid: list[dict[str, Any]] = []
+    for job_id in ids:
+        name = _shard_name(job_id)
+        if name is None:
+            invalid.append({"id": job_id, "reason": "invalid-id"})
+        else:
+            groups.setdefault(name, []).append(job_id)
+    # A-52: one batch call per coordinator, concurrently, results in group order.
+    results = await asyncio.gather(
+        *(ctx.shards.get(name).mutate_many(action, group) for name, group in groups.items())
+    )
+    ok = [job_id for r in results for job_id in r.get("ok", [])]
+    failed = [f for r in results for f in r.get("failed", [])] + invalid
+    body = BulkResult.model_validate({"ok": ok, "failed": failed, "remaining": remaining})
+    return model_response(body)
+
+
+async def bulk_retry(ctx: RequestContext) -> Response:
+    return await _bulk(ctx, "retry")
+
+
+async def bulk_cancel(ctx: RequestContext) -> Response:
+    return await _bulk(ctx, "cancel")

@@ -1,0 +1,153 @@
+"""Operations: diagnostics, binding policy and metrics (A-55, J-176, J-185, A-66..A-68)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+from typing import Any, Final
+
+from starlette.responses import Response
+
+from tsumugi.api.context import RequestContext
+from tsumugi.api.models import Diagnostics, MetricsResponse, PolicyResult
+from tsumugi.api.wire import (
+    BodyError,
+    error_response,
+    is_finite_number,
+    js_number,
+    model_response,
+    read_json_body,
+)
+from tsumugi.errors import MetricsUpstreamError
+from tsumugi.ports import JsonDict
+
+MAX_METRICS_HOURS: Final = 720  # A-66: 30 days
+DEFAULT_METRICS_HOURS: Final = 24
+_BINDING_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_COUNT_FIELDS: Final = ("concurrency", "perKeyConcurrency", "reaperGraceMs")
+_RATE_FIELDS: Final = ("rate", "perKeyRate")
+
+
+async def get_diagnostics(ctx: RequestContext) -> Response:
+    """A-55, J-185: asked live from shard 0 of every registered binding, in registration order."""
+    names = list(ctx.options.performers or ())
+    answers = await asyncio.gather(*(ctx.shards.get(f"{name}#0").diagnostics() for name in names))
+    body = Diagnostics.model_validate({"shard": 0, "bindings": dict(zip(names, answers, strict=True))})
+    return model_response(body)
+
+
+def _is_count(value: Any) -> bool:
+    return is_finite_number(value) and float(value).is_integer() and value >= 0
+
+
+def _check_rate(name: str, value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise BodyError(f"{name} must be an object or null")
+    for part in ("tokens", "intervalMs"):
+        item: Any = value.get(part)
+        if not _is_count(item) or item <= 0:
+            raise BodyError(f"{name}.{part} must be a positive integer")
+
+
+def validate_policy_patch(body: Any) -> JsonDict:
+    """J-176: only the given fields change; at least one must be given (ADR-0067)."""
+    if not isinstance(body, dict):
+        raise BodyError("body must be an object")
+    patch: JsonDict = {}
+    if "paused" in body:
+        if not isinstance(body["paused"], bool):
+            raise BodyError("paused must be a boolean")
+        patch["paused"] = body["paused"]
+    for name in _COUNT_FIELDS:
+        if name in body:
+            if not _is_count(body[name]):
+                raise BodyError(f"{name} must be a non-negative integer")
+            patch[name] = int(body[name])
+    for name in _RATE_FIELDS:
+        if name in body:
+            _check_rate(name, body[name])
+            rate = body[name]
+            patch[name] = (
+                None
+                if rate is None
+                else {"tokens": int(rate["tokens"]), "intervalMs": int(rate["intervalMs"])}
+            )
+    if "agingIntervalMs" in body:
+        aging = body["agingIntervalMs"]
+        if aging is not None and not (is_finite_number(aging) and aging > 0):
+            raise BodyError("agingIntervalMs must be a positive number or null")
+        patch["agingIntervalMs"] = aging
+    if not patch:
+        raise BodyError("body must contain at least one policy field")
+    return patch
+
+
+def _registered(ctx: RequestContext) -> str | None:
+    binding = ctx.params["binding"]
+    performers = ctx.options.performers
+    return binding if performers is None or binding in performers else None
+
+
+async def update_policy(ctx: RequestContext) -> Response:
+    binding = _registered(ctx)
+    if binding is None:
+        return error_response(f"unknown binding: {ctx.params['binding']}", 404)
+    try:
+        patch = validate_policy_patch(await read_json_body(ctx.request))
+    except BodyError as exc:
+        return error_response(exc.message, 400)
+    shards = ctx.options.binding(binding).shards
+    results = await asyncio.gather(
+        *(ctx.shards.get(f"{binding}#{n}").update_policy(patch) for n in range(shards))
+    )
+    body = PolicyResult(ok=True, settings=results[0] if results else {}, shards=shards)
+    return model_response(body)
+
+
+async def reset_policy(ctx: RequestContext) -> Response:
+    binding = _registered(ctx)
+    if binding is None:
+        return error_response(f"unknown binding: {ctx.params['binding']}", 404)
+    options = ctx.options.binding(binding)
+    results = await asyncio.gather(
+        *(
+            ctx.shards.get(f"{binding}#{n}").reset_policy(options.static_settings)
+            for n in range(options.shards)
+        )
+    )
+    body = PolicyResult(ok=True, settings=results[0] if results else {}, shards=options.shards)
+    return model_response(body)
+
+
+def _metrics_window(ctx: RequestContext) -> tuple[int, str | None]:
+    """A-66: hours (missing/empty -> 24, floored, 1..720) and an optional binding name."""
+    text = ctx.query("hours")
+    hours = DEFAULT_METRICS_HOURS if text is None or text == "" else js_number(text)
+    if not math.isfinite(hours) or hours < 1:
+        raise BodyError("hours must be at least 1")
+    if hours > MAX_METRICS_HOURS:
+        raise BodyError("hours must not exceed 720")
+    binding = ctx.query("binding") or None
+    if binding is not None and not _BINDING_NAME.fullmatch(binding):
+        raise BodyError("binding is not a valid name")
+    return math.floor(hours), binding
+
+
+async def get_metrics(ctx: RequestContext) -> Response:
+    resolve = ctx.options.metrics
+    reader = resolve(ctx.env) if resolve is not None else None
+    if reader is None:
+        return error_response("metrics is not configured", 501)  # A-24: before the query
+    try:
+        hours, binding = _metrics_window(ctx)
+    except BodyError as exc:
+        return error_response(exc.message, 400)
+    try:
+        report = await reader.read(hours, binding)
+    except MetricsUpstreamError as exc:
+        return error_response(str(exc), 502)  # A-68, M-12
+    body = MetricsResponse.model_validate({"hours": hours, **report})
+    return model_response(body)

@@ -1,0 +1,165 @@
+"""Body validation with the original's messages and order, first failure wins (A-38, A-46, A-49, A-62)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from tsumugi.api.models import CreateJobRequest, RescheduleRequest, StartRunRequest
+from tsumugi.api.wire import BodyError, is_finite_number
+
+BULK_MAX_IDS: Final = 200  # A-49
+BULK_ACTION_STATES: Final[dict[str, tuple[str, ...]]] = {
+    "retry": ("FAILED", "STALLED"),
+    "cancel": ("SCHEDULED",),
+}
+_LOCAL_ID: Final = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _require_object(body: Any, *, allow_array: bool) -> None:
+    # A-38/A-49 [Q]: a JSON array is an object to the original's typeof check.
+    if isinstance(body, dict) or (allow_array and isinstance(body, list)):
+        return
+    raise BodyError("body must be an object")
+
+
+def _check_numbers(body: dict[str, Any], names: Sequence[str]) -> None:
+    # A-38 step 5: present (null included) and not a finite number.
+    for name in names:
+        if name in body and not is_finite_number(body[name]):
+            raise BodyError(f"{name} must be a number")
+
+
+def _check_strings(body: dict[str, Any], names: Sequence[str]) -> None:
+    for name in names:
+        if name in body and not isinstance(body[name], str):
+            raise BodyError(f"{name} must be a string")
+
+
+def validate_create_job(body: Any, performers: Sequence[str] | None) -> CreateJobRequest:
+    """A-38, A-39: returns the accepted fields; every other field is ignored."""
+    _require_object(body, allow_array=True)
+    fields: dict[str, Any] = body if isinstance(body, dict) else {}
+    binding = fields.get("binding")
+    if not isinstance(binding, str) or binding == "":
+        raise BodyError("binding is required")
+    if performers and binding not in performers:
+        raise BodyError(f"unknown binding: {binding}")
+    if "payload" not in fields:
+        raise BodyError("payload is required")
+    _check_numbers(fields, ("maxAttempts", "delayMs", "priority"))
+    if "maxAttempts" in fields and fields["maxAttempts"] < 1:
+        raise BodyError("maxAttempts must be at least 1")
+    if "delayMs" in fields and fields["delayMs"] < 0:
+        raise BodyError("delayMs must not be negative")
+    _check_strings(fields, ("concurrencyKey", "uniqueKey"))
+    accepted: dict[str, Any] = {"binding": binding, "payload": fields["payload"]}
+    for name in ("maxAttempts", "delayMs", "priority"):
+        if name in fields:
+            accepted[name] = fields[name]
+    for name in ("concurrencyKey", "uniqueKey"):
+        if fields.get(name):  # A-39: an empty key is dropped
+            accepted[name] = fields[name]
+    return CreateJobRequest.model_construct(**accepted)
+
+
+def validate_reschedule(body: Any) -> RescheduleRequest:
+    """A-46: exactly one of runAt/delayMs; runAt may lie in the past."""
+    _require_object(body, allow_array=True)
+    fields: dict[str, Any] = body if isinstance(body, dict) else {}
+    _check_numbers(fields, ("runAt", "delayMs", "priority"))
+    if "runAt" in fields and "delayMs" in fields:
+        raise BodyError("runAt and delayMs are mutually exclusive")
+    if "runAt" not in fields and "delayMs" not in fields:
+        raise BodyError("runAt or delayMs is required")
+    if "delayMs" in fields and fields["delayMs"] < 0:
+        raise BodyError("delayMs must not be negative")
+    return RescheduleRequest.model_construct(
+        **{k: fields[k] for k in ("runAt", "delayMs", "priority") if k in fields}
+    )
+
+
+@dataclass(frozen=True)
+class BulkSelection:
+    """Either explicit ids, or a read-model filter with a limit (A-49, A-50)."""
+
+    ids: tuple[str, ...] | None
+    states: tuple[str, ...] = ()
+    binding: str | None = None
+    unique_key: str | None = None
+    concurrency_key: str | None = None
+    created_from: float | None = None
+    created_to: float | None = None
+    limit: int = BULK_MAX_IDS
+
+
+def _ids_mode(ids: Any) -> BulkSelection:
+    if not isinstance(ids, list):
+        raise BodyError("ids must be an array")
+    if not ids:
+        raise BodyError("ids must not be empty")
+    if len(ids) > BULK_MAX_IDS:
+        raise BodyError(f"ids must not exceed {BULK_MAX_IDS} entries")
+    if not all(isinstance(i, str) and i for i in ids):
+        raise BodyError("ids must be non-empty strings")
+    return BulkSelection(ids=tuple(ids))
+
+
+def validate_bulk(body: Any, action: str) -> BulkSelection:
+    """A-49, A-50: ids mode when ``ids`` is present (null included), else filter mode."""
+    _require_object(body, allow_array=True)
+    fields: dict[str, Any] = body if isinstance(body, dict) else {}
+    if "ids" in fields:
+        return _ids_mode(fields["ids"])
+    accepted = BULK_ACTION_STATES[action]
+    _check_strings(fields, ("binding", "state", "unique_key", "concurrency_key"))
+    if "state" in fields and fields["state"] not in accepted:
+        raise BodyError(f"state must be one of {', '.join(accepted)} for {action}")
+    _check_numbers(fields, ("created_from", "created_to", "limit"))
+    if "limit" in fields and fields["limit"] < 1:
+        raise BodyError("limit must be at least 1")
+    limit = min(BULK_MAX_IDS, math.floor(fields.get("limit", BULK_MAX_IDS)))
+    return BulkSelection(
+        ids=None,
+        states=(fields["state"],) if "state" in fields else accepted,
+        binding=fields.get("binding") or None,
+        unique_key=fields.get("unique_key") or None,
+        concurrency_key=fields.get("concurrency_key") or None,
+        created_from=fields.get("created_from"),
+        created_to=fields.get("created_to"),
+        limit=limit,
+    )
+
+
+def _is_positive_integer(value: Any) -> bool:
+    return is_finite_number(value) and float(value).is_integer() and value > 0
+
+
+def validate_start_run(body: Any, flows: Sequence[str]) -> StartRunRequest:
+    """A-62 (+ A-63 port choice: an id outside ``[A-Za-z0-9_-]`` is 400 ``invalid run id``)."""
+    _require_object(body, allow_array=True)
+    fields: dict[str, Any] = body if isinstance(body, dict) else {}
+    flow = fields.get("flow")
+    if not isinstance(flow, str) or flow == "":
+        raise BodyError("flow is required")
+    if flows and flow not in flows:
+        raise BodyError(f"unknown flow: {flow}")
+    if "input" not in fields:
+        raise BodyError("input is required")
+    if "id" in fields and not isinstance(fields["id"], str):
+        raise BodyError("id must be a string")
+    if "deadlineMs" in fields and not _is_positive_integer(fields["deadlineMs"]):
+        raise BodyError("deadlineMs must be a positive integer")
+    local_id = fields.get("id") or None
+    if local_id is not None and not _LOCAL_ID.fullmatch(local_id):
+        raise BodyError("invalid run id")
+    deadline = fields.get("deadlineMs")
+    return StartRunRequest.model_construct(
+        flow=flow,
+        input=fields["input"],
+        id=local_id,
+        deadlineMs=None if deadline is None else int(deadline),
+    )

@@ -1,0 +1,147 @@
+"""Wire helpers: JS-compatible JSON responses, body parsing, query numbers (A-2..A-5, A-10, A-29)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from functools import cache
+from typing import Any, Final, get_args
+
+from pydantic import BaseModel
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+
+from tsumugi.api.models import JS_NUMBER_VALIDATOR
+from tsumugi.core import jsonwire
+
+JSON_MEDIA_TYPE: Final = "application/json; charset=UTF-8"  # A-2: as the original framework sends it
+HTML_MEDIA_TYPE: Final = "text/html; charset=UTF-8"
+TEXT_MEDIA_TYPE: Final = "text/plain; charset=UTF-8"
+
+# A-28: JS Number() accepts surrounding whitespace, exponents, Infinity and 0x/0o/0b literals.
+_DECIMAL: Final = re.compile(r"[+-]?(?:Infinity|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
+_RADIX: Final = re.compile(r"0([xXoObB])([0-9a-fA-F]+)")
+_JS_SPACE: Final = (
+    " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+_BASES: Final = {"x": 16, "o": 8, "b": 2}
+
+
+class BodyError(Exception):
+    """A request body refused with 400 ``{"error": message}``; carries the exact wire message."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def json_response(body: Any, status: int = 200) -> Response:
+    """Compact JSON with integral numbers printed as integers (A-2, A-10)."""
+    return Response(jsonwire.dumps(body), status_code=status, media_type=JSON_MEDIA_TYPE)
+
+
+@cache
+def _prints_like_js(model: type[BaseModel]) -> bool:
+    """True when pydantic's own JSON already matches JS: no float (or untyped) field anywhere inside."""
+    if model.model_config.get("extra") == "allow":
+        return False
+    pending: list[Any] = [
+        f.annotation for f in model.model_fields.values() if JS_NUMBER_VALIDATOR not in f.metadata
+    ]
+    while pending:
+        annotation = pending.pop()
+        if annotation is float or annotation is Any:
+            return False
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            if not _prints_like_js(annotation):
+                return False
+            continue
+        pending.extend(get_args(annotation))
+    return True
+
+
+def model_response(model: BaseModel, status: int = 200) -> Response:
+    """A pydantic body; the fast serializer when it cannot print ``1.0`` (A-10), else the JS-safe path."""
+    if _prints_like_js(type(model)):
+        return Response(model.model_dump_json(), status_code=status, media_type=JSON_MEDIA_TYPE)
+    return json_response(model.model_dump(mode="json"), status)
+
+
+def error_response(message: str, status: int) -> Response:
+    return json_response({"error": message}, status)
+
+
+def refusal_response(message: str, status: int) -> Response:
+    """A-5: the coordinator refused a mutation (409/410)."""
+    return json_response({"ok": False, "error": message}, status)
+
+
+def not_found_text() -> Response:
+    """A-18: the framework's default 404 body."""
+    return PlainTextResponse("404 Not Found", status_code=404, media_type=TEXT_MEDIA_TYPE)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(name)  # JSON.parse knows no NaN/Infinity literals
+
+
+async def read_json_body(request: Request) -> Any:
+    """Parse the body as JSON whatever the Content-Type (A-3); raise BodyError on empty or invalid."""
+    raw = await request.body()
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise BodyError("body must be valid JSON") from exc
+
+
+def js_number(text: str) -> float:
+    """``Number(text)`` of JavaScript: NaN when the text is no number; the empty string is 0."""
+    stripped = text.strip(_JS_SPACE)
+    if stripped == "":
+        return 0.0
+    radix = _RADIX.fullmatch(stripped)
+    if radix:
+        try:
+            return float(int(radix.group(2), _BASES[radix.group(1).lower()]))
+        except ValueError:
+            return math.nan
+    if _DECIMAL.fullmatch(stripped):
+        return float(stripped.replace("Infinity", "inf"))
+    return math.nan
+
+
+def is_finite_number(value: Any) -> bool:
+    """A JSON number that JS ``Number.isFinite`` accepts (booleans are not numbers)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    return isinstance(value, float) and math.isfinite(value)
+
+
+def parse_paging(limit_text: str | None, offset_text: str | None) -> tuple[int, int]:
+    """A-29: limit defaults to 20 (missing, 0, NaN, or below 1), floored, capped at 100; offset >= 0."""
+    limit = js_number(limit_text) if limit_text is not None else math.nan
+    limit_int = 20 if math.isnan(limit) or limit < 1 else min(100, math.floor(min(limit, 1e9)))
+    offset = js_number(offset_text) if offset_text is not None else math.nan
+    offset_int = 0 if math.isnan(offset) or offset <= 0 else math.floor(min(offset, 2**53))
+    return limit_int, offset_int
+
+
+def optional_text(value: str | None) -> str | None:
+    """A query filter: empty means absent (A-28)."""
+    return value if value else None
+
+
+def query_bound(value: str | None) -> float | None:
+    """``created_from`` / ``created_to``: missing, empty or non-numeric are ignored, 0 counts (A-28)."""
+    if value is None or value == "":
+        return None
+    number = js_number(value)
+    if math.isnan(number):
+        return None
+    if math.isinf(number):
+        return float(2**62) if number > 0 else float(-(2**62))
+    return number
