@@ -117,7 +117,7 @@ class QueueMessageTooLargeError(TsumugiError, ValueError):
     """A dispatch message exceeds the Queues per-message size limit (128 KB)."""
 
 
-# --------------------------------------------------------------------------- local runtime (runtimes/local, cli dev)
+# ------------------------------------------------------------------- local runtime (runtimes/local, cli dev)
 class LocalRuntimeError(TsumugiError):
     """The embedded local runtime cannot start; the message says what to fix."""
 

@@ -1,4 +1,4 @@
-"""The ADR index lists every decision record, and every record has a well-formed heading (STYLE.md habit 7)."""
+"""The ADR index lists every decision record, and every record is well formed (STYLE.md habit 7)."""
 
 from __future__ import annotations
 

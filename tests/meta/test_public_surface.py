@@ -79,8 +79,8 @@ def test_performer_module_stays_light() -> None:
     # jobs.md 10.8: a performer-only Worker must not load the shard, SQL or HTTP code
     code = (
         "import sys, tsumugi.performer; "
-        "heavy = [m for m in ('tsumugi.coordinator', 'tsumugi.storage', 'tsumugi.api', 'starlette', 'sqlite3') "
-        "if m in sys.modules]; print(','.join(heavy))"
+        "heavy = [m for m in ('tsumugi.coordinator', 'tsumugi.storage', 'tsumugi.api', 'starlette', "
+        "'sqlite3') if m in sys.modules]; print(','.join(heavy))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""

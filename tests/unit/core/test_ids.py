@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import tsumugi.core.ids as ids_module
 from tsumugi.core.ids import (
     format_job_id,
     hash_to_shard,
@@ -40,7 +41,7 @@ def test_invalid_binding_names_quote_the_value(binding: str) -> None:
     # J-13: the message carries the JSON-quoted value
     with pytest.raises(InvalidJobIdError) as info:
         shard_name(binding, 0)
-    assert str(info.value).startswith("invalid binding name: \"")
+    assert str(info.value).startswith('invalid binding name: "')
     assert str(info.value).endswith("(alphanumeric, must start with a letter or underscore)")
 
 
@@ -121,3 +122,14 @@ def test_resolve_shard_rules() -> None:
     assert str(info.value) == (
         "MAIL is split into shards=4 and requires partitionKey, omitting it drops the per-key guarantees"
     )
+
+
+def test_generated_local_ids_sort_by_creation_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ADR-0107: a later millisecond sorts after an earlier one, whatever the random part
+    now_ns = [1_700_000_000_000 * 1_000_000]
+    monkeypatch.setattr(ids_module.time, "time_ns", lambda: now_ns[0])
+    earlier = [new_local_id() for _ in range(50)]
+    now_ns[0] += 1_000_000
+    later = [new_local_id() for _ in range(50)]
+    assert max(earlier) < min(later)
+    assert all(re.fullmatch(r"[a-z][a-z0-9]{23}", i) for i in earlier + later)  # J-15
