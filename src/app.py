@@ -1,7 +1,10 @@
 """The example app, defined once: the Worker entry (``src/entry.py``) and ``tsumugi dev`` both import it.
 
 It imports nothing that only exists under Pyodide, so the local runtime can load it on CPython.
-Each performer's binding is its class name (J-60).
+Each performer's binding is its class name (J-60). Flows: ``GREETINGS`` lists names, greets each and
+reports; ``PIPELINE`` runs ``GREETINGS`` as a subflow, then a summary; ``TIMED`` lists names within
+ten minutes. Schedules poll ``ListNames``, ping ``Hello`` and start ``GREETINGS`` nightly.
+The REST API and dashboard answer with the bearer token ``TSUMUGI_TOKEN`` (header or cookie).
 """
 
 from __future__ import annotations
@@ -14,8 +17,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from tsumugi.api.auth_bearer import bearer_auth
 from tsumugi.application import define_tsumugi
+from tsumugi.client import env_binding
+from tsumugi.core.schedules import ScheduleContext
+from tsumugi.flows import FlowBuilder, create_flow
 from tsumugi.performer import JobContext, Performer
+from tsumugi.ui import DEFAULT_TOKEN_COOKIE
 
 log = logging.getLogger("tsumugi.example")
 
@@ -36,6 +44,10 @@ class Boom(Performer):
         raise Exception("intentional failure")
 
 
+class SlowCancelled(Exception):
+    """Raised by Slow to stop once cancellation is requested; the job then ends CANCELLED (J-135)."""
+
+
 class Slow(Performer):
     """Works ``steps`` seconds, reporting progress; stops early when cancellation is requested (J-69a)."""
 
@@ -46,7 +58,8 @@ class Slow(Performer):
             beat = await ctx.heartbeat((step + 1) / steps)
             if beat.cancel_requested:
                 log.info("Slow %s: cancelled after step %d of %d", ctx.job_id, step + 1, steps)
-                return {"steps": step + 1}
+                # seed page: to abort, raise; a failure after the request is not retried -> CANCELLED
+                raise SlowCancelled(f"cancelled after step {step + 1} of {steps}")
         return {"steps": steps}
 
 
@@ -72,15 +85,64 @@ class Report(Performer):
         log.info("Report: %s of %s failed", payload.get("failed"), payload.get("total"))
 
 
+PERFORMERS = {
+    "Hello": Hello,
+    "Boom": Boom,
+    "Slow": Slow,
+    "ListNames": ListNames,
+    "Greet": Greet,
+    "Report": Report,
+}
+TIMED_DEADLINE_MS = 600_000  # TIMED fails if it is not done within ten minutes (F-73)
+
+flow = create_flow(PERFORMERS)
+
+
+@flow
+def GREETINGS(f: FlowBuilder) -> None:
+    """``{prefix}``: list names, greet each one (fan-out), report how many greetings failed."""
+    names = f.node("list", "ListNames", input=lambda i, d: {"prefix": i["prefix"]})
+    greet = f.fan_out(
+        "greet",
+        "Greet",
+        after={"list": names},
+        over=lambda i, d: d["list"]["names"],
+        input=lambda name, i, index: {"name": name},
+    )
+    f.node(
+        "report",
+        "Report",
+        after={"greet": greet},
+        input=lambda i, d: {"total": d["greet"]["total"], "failed": d["greet"]["failed"]},
+    )
+
+
+@flow
+def PIPELINE(f: FlowBuilder) -> None:
+    """``{prefix}``: GREETINGS as a child run, then a summary once it completed (F-16, F-63)."""
+    greetings = f.subflow("greetings", GREETINGS, input=lambda i, d: {"prefix": i["prefix"]})
+    f.node("summary", "Report", after={"greetings": greetings}, input=lambda i, d: {"total": 1, "failed": 0})
+
+
+@flow(deadline_ms=TIMED_DEADLINE_MS)
+def TIMED(f: FlowBuilder) -> None:
+    """``{prefix}``: one ListNames node under a ten-minute run deadline."""
+    f.node("list", "ListNames", input=lambda i, d: {"prefix": i.get("prefix", "timed")})
+
+
+def _ping(context: ScheduleContext) -> dict[str, str]:
+    return {"name": f"ping-{context.scheduled_at}"}  # S-4: the occurrence, not the firing time
+
+
 tsumugi = define_tsumugi(
-    performers={
-        "Hello": Hello,
-        "Boom": Boom,
-        "Slow": Slow,
-        "ListNames": ListNames,
-        "Greet": Greet,
-        "Report": Report,
+    performers=PERFORMERS,
+    flows={"GREETINGS": GREETINGS, "PIPELINE": PIPELINE, "TIMED": TIMED},
+    schedules={
+        "poll-names": {"binding": "ListNames", "every_ms": 300_000, "payload": {"prefix": "poll"}},
+        "ping-hello": {"binding": "Hello", "every_ms": 60_000, "payload": _ping, "overlap": "overlap"},
+        "nightly": {"flow": "GREETINGS", "cron": "0 3 * * *", "input": {"prefix": "nightly"}},
     },
+    auth=bearer_auth(lambda env: env_binding(env, "TSUMUGI_TOKEN"), cookie=DEFAULT_TOKEN_COOKIE),
 )
 
 
@@ -94,18 +156,34 @@ def _refusal(request: Request, env: Any) -> Response | None:
     return None
 
 
+async def _body_field(request: Request, name: str, default: str) -> str:
+    body = await request.json() if await request.body() else {}
+    return str(body.get(name, default)) if isinstance(body, dict) else default
+
+
 def http_routes(env: Any) -> list[BaseRoute]:
-    """The example's own routes: ``POST /hello`` (``{"name"}``) and ``POST /hello/{name}`` enqueue Hello."""
+    """The example's own routes: ``POST /hello[/{name}]`` enqueue Hello, ``POST /greetings[/{prefix}]``
+    starts a GREETINGS run; each answers 201 ``{"id"}`` like ``POST /api/jobs`` and ``/api/runs``."""
 
     async def hello(request: Request) -> Response:
         refusal = _refusal(request, env)
         if refusal is not None:
             return refusal
-        name = request.path_params.get("name")
-        if name is None:
-            body = await request.json() if await request.body() else {}
-            name = body.get("name", "world") if isinstance(body, dict) else "world"
+        name = request.path_params.get("name") or await _body_field(request, "name", "world")
         job_id = await tsumugi.enqueue(env, binding="Hello", payload={"name": str(name)})
-        return JSONResponse({"id": job_id}, status_code=201)  # the shape of POST /api/jobs (A-40)
+        return JSONResponse({"id": job_id}, status_code=201)  # A-40
 
-    return [Route("/hello", hello, methods=["POST"]), Route("/hello/{name}", hello, methods=["POST"])]
+    async def greetings(request: Request) -> Response:
+        refusal = _refusal(request, env)
+        if refusal is not None:
+            return refusal
+        prefix = request.path_params.get("prefix") or await _body_field(request, "prefix", "guest")
+        run_id = await tsumugi.start(env, "GREETINGS", {"prefix": str(prefix)})
+        return JSONResponse({"id": run_id}, status_code=201)  # F-22
+
+    return [
+        Route("/hello", hello, methods=["POST"]),
+        Route("/hello/{name}", hello, methods=["POST"]),
+        Route("/greetings", greetings, methods=["POST"]),
+        Route("/greetings/{prefix}", greetings, methods=["POST"]),
+    ]

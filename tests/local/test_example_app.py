@@ -62,10 +62,9 @@ async def test_slow_heartbeats_each_step_and_stops_when_cancelled(
     assert await run_performer(app_module.Slow, {"steps": 4}, ctx) == {"ok": True, "value": {"steps": 4}}
     assert ctx.heartbeats == [0.25, 0.5, 0.75, 1.0]
     cancelled = create_test_context(cancel_requested=True)  # J-69a
-    assert await run_performer(app_module.Slow, {"steps": 4}, cancelled) == {
-        "ok": True,
-        "value": {"steps": 1},
-    }
+    stopped = await run_performer(app_module.Slow, {"steps": 4}, cancelled)
+    assert stopped["ok"] is False  # seed page: a performer aborts by raising, so the job ends CANCELLED
+    assert str(stopped["error"]) == "cancelled after step 1 of 4"
     assert cancelled.heartbeats == [0.25]
 
 
