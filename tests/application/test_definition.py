@@ -9,6 +9,7 @@ import pytest
 from tsumugi.application import define_tsumugi
 from tsumugi.core.config import BindingConfig, OnSettled, RunSettings, SweepOptions
 from tsumugi.errors import ConfigurationError
+from tsumugi.flows import create_flow
 from tsumugi.performer import JobContext, Performer, remote
 
 
@@ -82,8 +83,10 @@ def test_invalid_configuration_raises_at_definition_time(config: dict[str, Any],
 def test_missing_bindings_in_the_documented_order() -> None:
     tsumugi = define_tsumugi(
         performers={"MAIL": Mail, "Remote": remote(), "Broken": remote()},
-        flows={"onboarding": object()},
-        schedules=[object()],
+        flows={
+            "onboarding": create_flow({"MAIL": Mail})(lambda f: f.node("a", "MAIL", input=lambda i, d: i))
+        },
+        schedules={"daily": {"binding": "MAIL", "cron": "0 3 * * *", "payload": {}}},
     )
     env = {"TSUMUGI_QUEUE": object(), "TSUMUGI_DB": None, "Broken": object()}
     # J-205 / A-72..A-74: required bindings first (None counts as absent), then services

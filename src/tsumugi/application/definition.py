@@ -14,9 +14,12 @@ from tsumugi.core.config import (
     binding_config_from,
 )
 from tsumugi.core.config_checks import from_mapping
+from tsumugi.core.flow.model import Flow
+from tsumugi.core.flow.validation import validate_flows
 from tsumugi.core.ids import validate_binding
 from tsumugi.core.options import OnEnqueue
-from tsumugi.errors import ConfigurationError, InvalidJobIdError
+from tsumugi.core.schedules import ScheduleDef, normalize_schedules
+from tsumugi.errors import ConfigurationError, InvalidJobIdError, InvalidScheduleError
 from tsumugi.ports import JsonDict
 
 __all__ = ["CONFIG_KEYS", "TsumugiDefinition", "parse_definition"]
@@ -44,8 +47,8 @@ class TsumugiDefinition:
 
     performers: Mapping[str, Any]
     bindings: Mapping[str, BindingConfig] = field(default_factory=dict)
-    flows: Any = None
-    schedules: Any = None
+    flows: Mapping[str, Flow] = field(default_factory=dict)
+    schedules: tuple[ScheduleDef, ...] = ()
     runs: RunSettings = field(default_factory=RunSettings)
     auth: Any = None
     ui: Any = True
@@ -65,8 +68,7 @@ class TsumugiDefinition:
         """Per binding, the keys its performer class declares in ``requires`` (J-70)."""
         found: dict[str, frozenset[str]] = {}
         for name, entry in self.performers.items():
-            cls = entry if isinstance(entry, type) else getattr(entry, "performer", None)
-            required = frozenset(getattr(cls, "requires", frozenset()) or ())
+            required = _requires(entry)
             if required:
                 found[name] = required
         return found
@@ -92,6 +94,8 @@ def parse_definition(config: Mapping[str, Any]) -> TsumugiDefinition:
     on_failure = config.get("on_failure")
     if on_failure is not None:
         _registered("on_failure", on_failure, performers)
+    flows = _flows(config.get("flows"), performers)
+    schedules = _schedules(config.get("schedules"), performers, bindings, flows)
     on_settled = _on_settled(config.get("on_settled"), performers)
     on_enqueue = config.get("on_enqueue")
     if on_enqueue is not None and not callable(on_enqueue):
@@ -102,8 +106,8 @@ def parse_definition(config: Mapping[str, Any]) -> TsumugiDefinition:
     return TsumugiDefinition(
         performers=performers,
         bindings=bindings,
-        flows=config.get("flows"),
-        schedules=config.get("schedules"),
+        flows=flows,
+        schedules=schedules,
         runs=_value(RunSettings, "runs", config.get("runs")),
         auth=config.get("auth"),
         ui=config.get("ui", True),
@@ -145,6 +149,42 @@ def _bindings(value: Any, performers: Mapping[str, Any]) -> dict[str, BindingCon
         _registered("bindings", name, performers)
         bindings[name] = binding_config_from(config)
     return bindings
+
+
+def _flows(value: Any, performers: Mapping[str, Any]) -> dict[str, Flow]:
+    """J-204: flow names, node bindings and subflow targets are checked now (F-6, F-12, F-17)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigurationError("flows must be a mapping of flow name to flow")
+    flows = dict(value)
+    validate_flows(flows, performers)
+    return flows
+
+
+def _schedules(
+    value: Any,
+    performers: Mapping[str, Any],
+    bindings: Mapping[str, BindingConfig],
+    flows: Mapping[str, Flow],
+) -> tuple[ScheduleDef, ...]:
+    """J-204: every schedule definition is normalized now, in S-2 order, sorted by name (S-5)."""
+    if value is None:
+        return ()
+    if not isinstance(value, Mapping):
+        raise InvalidScheduleError("schedules must be a mapping of schedule name to definition")
+    for name, spec in value.items():
+        if not isinstance(spec, Mapping):
+            raise InvalidScheduleError(f"schedule must be a mapping: {name}")
+    shards_of = {name: (bindings[name].shards if name in bindings else 1) for name in performers}
+    requires_of = {name: _requires(entry) for name, entry in performers.items()}
+    return tuple(normalize_schedules(value, shards_of=shards_of, requires_of=requires_of, flow_names=flows))
+
+
+def _requires(entry: Any) -> frozenset[str]:
+    """The keys a performer class (or a ``remote()`` marker's class) declares required (J-70)."""
+    cls = entry if isinstance(entry, type) else getattr(entry, "performer", None)
+    return frozenset(getattr(cls, "requires", frozenset()) or ())
 
 
 def _on_settled(value: Any, performers: Mapping[str, Any]) -> OnSettled | None:

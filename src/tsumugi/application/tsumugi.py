@@ -8,10 +8,19 @@ from typing import Any, Final
 
 from tsumugi.application.definition import TsumugiDefinition, parse_definition
 from tsumugi.application.environment_check import configuration_report, missing_bindings
+from tsumugi.application.flow_runs import (
+    SchedulePrimer,
+    control_run,
+    list_schedules,
+    run_for,
+    start_run,
+)
 from tsumugi.client import JobClient, ShardHandle, env_binding
 from tsumugi.clock import Clock, SystemClock
 from tsumugi.core.config import BindingConfig, OnSettled, RunSettings, SweepOptions
+from tsumugi.core.flow.model import Flow
 from tsumugi.core.options import OnEnqueue
+from tsumugi.core.schedules import ScheduleDef
 from tsumugi.errors import MissingBindingsError
 from tsumugi.execution import PerformersResolver, handle_batch
 from tsumugi.ports import JsonDict, PerformerResolver, QueueMessage, SqlDatabase
@@ -63,6 +72,8 @@ class Tsumugi:
         self.resolver_factory: ResolverFactory = resolver_factory or self._local_resolver
         self.read_model_sweeper = read_model_sweeper
         self._environment_ok = False
+        self._primer = SchedulePrimer(bool(definition.schedules))
+        self._rest_apps: dict[int, tuple[Any, Any]] = {}
         notices = definition.notice_settings
         common: dict[str, Any] = {"extra_settings": notices}
         self._typed = JobClient(
@@ -91,11 +102,13 @@ class Tsumugi:
         return self.definition.performers
 
     @property
-    def flows(self) -> Any:
+    def flows(self) -> Mapping[str, Flow]:
+        """Registered flows by name, validated at definition (J-204)."""
         return self.definition.flows
 
     @property
-    def schedules(self) -> Any:
+    def schedules(self) -> tuple[ScheduleDef, ...]:
+        """Normalized schedules, sorted by name (S-2, S-5)."""
         return self.definition.schedules
 
     @property
@@ -189,14 +202,53 @@ class Tsumugi:
         """``POST /api/jobs``: the same client as ``enqueue`` without required-key checks (§5.1)."""
         return await self._rest.enqueue(env, wire_input)
 
+    # ------------------------------------------------------------------ runs and schedules (F-19, S-21)
+    async def start(
+        self, env: Any, flow: str, input: Any, id: str | None = None, deadline_ms: int | None = None
+    ) -> str:
+        """Start a run of ``flow`` and return ``<flow>:<id>``; one ``id`` starts once (F-19, F-21)."""
+        self.check_environment(env)
+        return await start_run(env, self.definition.flows, flow, input, id, deadline_ms)
+
+    @staticmethod
+    def run_for(env: Any, run_id: str) -> Any:
+        """The run coordinator's handle (F-19): ``start``, ``state``, ``cancel``, ``retry``."""
+        return run_for(env, run_id)
+
+    @staticmethod
+    async def run_control(env: Any, run_id: str, action: str) -> JsonDict:
+        """``POST /api/runs/{id}/cancel|retry``: ``{ok}`` or ``{ok: False, reason}`` (F-69, F-77)."""
+        return await control_run(env, run_id, action)
+
+    @staticmethod
+    async def list_schedules(env: Any) -> list[JsonDict]:
+        """``GET /api/schedules``: straight from the Scheduler (S-21)."""
+        return await list_schedules(env)
+
+    def prime_schedules(self, env: Any, ctx: Any = None) -> None:
+        """S-14: the first fetch, queue or scheduled event starts one background scheduler sync."""
+        self._primer.prime(env, ctx)
+
+    def asgi(self, env: Any) -> Any:
+        """The REST API and dashboard for ``env`` as one ASGI app, built once per env (ADR-0100)."""
+        cached = self._rest_apps.get(id(env))
+        if cached is None or cached[0] is not env:
+            # Imported here so a queue-only isolate never loads starlette and pydantic.
+            from tsumugi.application.rest_surface import build_rest_app
+
+            cached = self._rest_apps[id(env)] = (env, build_rest_app(self, env))
+        return cached[1]
+
     # ------------------------------------------------------------------ handlers (J-207)
     async def queue(self, batch: Any, env: Any, ctx: Any = None) -> None:
         """The Queue consumer: ``batch`` is a message batch (``.messages``) or a list of messages."""
+        self.prime_schedules(env, ctx)
         messages: Sequence[QueueMessage] = getattr(batch, "messages", batch)
         await handle_batch(messages, env, resolver=self.resolver_factory(ctx), clock=self.clock)
 
     async def scheduled(self, controller: Any, env: Any, ctx: Any = None) -> int:
         """The cron handler: sweep the read model (J-172); returns the number of rows swept."""
+        self.prime_schedules(env, ctx)
         db = env_binding(env, "TSUMUGI_DB")
         if db is None:
             _log.error("tsumugi: cannot sweep the read model, TSUMUGI_DB is not configured")

@@ -63,6 +63,7 @@ class WorkerHandlers(_WorkerEntrypoint):  # type: ignore[misc]
         asgi = importlib.import_module("workers.asgi")  # first request only: just fetch needs it
 
         env = self._worker_env()
+        self.app.prime_schedules(env, self.ctx)  # S-14, kept alive by ctx.waitUntil
         http_app = self._http_apps.get(id(env))
         if http_app is None:  # built once per isolate, like the env adapters it closes over
             http_app = self._http_apps[id(env)] = build_http_app(self.app, env, type(self).routes)

@@ -1,14 +1,24 @@
-"""The real engine behind ``LocalRuntime``: JobShard coordinators on SqliteExecutor, a migrated read model."""
+"""The real engine behind ``LocalRuntime``: job shards, run coordinators and the scheduler on SqliteExecutor.
+
+``JOB_SHARD`` holds the job shards; ``RUN`` one ``RunCoordinator`` per run id and ``SCHEDULER`` the one
+``Scheduler`` (ADR-0101). Each coordinator has its own SQLite file and durable alarm, so runs and
+schedules resume after a crash exactly like shards do (ADR-0052).
+"""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from tsumugi.coordinator.job_shard import JobShard
+from tsumugi.coordinator.run import RunCoordinator
+from tsumugi.coordinator.scheduler import Scheduler
+from tsumugi.core.config import RunSettings
 from tsumugi.ports import AlarmPort, SqlExecutor
+from tsumugi.projection import LocalMetricsWriter
+from tsumugi.runtimes.local.run_pacing import PacedRun
 from tsumugi.runtimes.local.serial_coordinators import CoordinatorFactory
 from tsumugi.runtimes.local.sql_database import SqliteDatabase, apply_migrations
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
@@ -17,6 +27,16 @@ from tsumugi.storage.read_model_writer import D1ReadModelWriter
 if TYPE_CHECKING:
     from tsumugi.runtimes.local.runtime import LocalRuntime
 
+RUNS_KIND: Final = "runs"  # state_dir/runs/<flow>%3A<local id>.sqlite3
+SCHEDULER_KIND: Final = "scheduler"  # state_dir/scheduler/scheduler.sqlite3
+SCHEDULER_NAME: Final = "scheduler"  # S-12: the one instance's fixed name
+
+
+def shard_counts(app: Any) -> dict[str, int]:
+    """Shards per binding, so flow nodes and scheduled jobs route like every other enqueue (J-19)."""
+    configs: Mapping[str, Any] = getattr(app, "binding_configs", None) or {}
+    return {binding: config.shards for binding, config in configs.items()}
+
 
 class EngineWiring:
     """``RuntimeWiring`` for production use; ``rand`` is injectable so benchmarks can be repeatable."""
@@ -24,6 +44,7 @@ class EngineWiring:
     def __init__(self, rand: Any = random.random) -> None:
         self._rand = rand
         self._writer: D1ReadModelWriter | None = None
+        self._metrics: LocalMetricsWriter | None = None
 
     def executor(self, path: Path) -> SqlExecutor:
         return SqliteExecutor(path)
@@ -35,10 +56,49 @@ class EngineWiring:
         """Apply the D1 migrations, as ``wrangler d1 migrations apply --local`` would (D-1)."""
         apply_migrations(read_model)
         self._writer = D1ReadModelWriter(read_model)
+        self._metrics = LocalMetricsWriter(read_model)  # ADR-0064: no Analytics Engine locally
 
     def namespaces(self, runtime: LocalRuntime) -> Mapping[str, tuple[str, CoordinatorFactory]]:
-        """No further coordinator kinds yet; flows add ``RUN``, schedules ``SCHEDULER``."""
-        return {}
+        """``RUN`` and ``SCHEDULER``, always bound like a complete wrangler configuration (J-205).
+
+        With schedules, the scheduler's alarm is set to now, so its first tick reconciles, fires what
+        is due and arms the next occurrence (the local process's S-14 priming).
+        """
+        app = runtime.app
+        flows = getattr(app, "flows", None) or {}
+        settings = getattr(app, "runs", None) or RunSettings()
+        schedules = list(getattr(app, "schedules", None) or ())
+        shards_of = shard_counts(app)
+
+        def run(name: str, sql: SqlExecutor, alarm: AlarmPort) -> PacedRun:
+            coordinator = RunCoordinator(
+                name,
+                sql,
+                clock=runtime.clock,
+                alarm=alarm,
+                shards=runtime.shard_namespace,
+                runs=runtime.env["RUN"],
+                read_model=self._writer,
+                flows=flows,
+                settings=settings,
+                shards_of=shards_of,
+            )
+            return PacedRun(coordinator)
+
+        def scheduler(name: str, sql: SqlExecutor, alarm: AlarmPort) -> Scheduler:
+            return Scheduler(
+                sql,
+                clock=runtime.clock,
+                alarm=alarm,
+                schedules=schedules,
+                shards=runtime.shard_namespace,
+                runs=runtime.env["RUN"],
+                shards_of=shards_of,
+            )
+
+        if schedules:
+            runtime.alarms.set(f"{SCHEDULER_KIND}/{SCHEDULER_NAME}", runtime.clock.now())
+        return {"RUN": (RUNS_KIND, run), "SCHEDULER": (SCHEDULER_KIND, scheduler)}
 
     def job_shard(self, name: str, sql: SqlExecutor, alarm: AlarmPort, runtime: LocalRuntime) -> JobShard:
         return JobShard(
@@ -49,5 +109,7 @@ class EngineWiring:
             queue=runtime.queue,
             read_model=self._writer,
             shards=runtime.shard_namespace,
+            runs=runtime.env["RUN"],
             rand=self._rand,
+            metrics=self._metrics,
         )

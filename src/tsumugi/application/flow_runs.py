@@ -1,0 +1,108 @@
+"""Starting and steering runs, reading schedules and priming the scheduler (F-19, F-28, S-14, S-21)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Collection, Mapping
+from typing import Any, Final
+
+from tsumugi.client import env_binding
+from tsumugi.core.flow.ids import format_run_id
+from tsumugi.core.ids import new_local_id
+from tsumugi.errors import ConfigurationError, InvalidFlowError, UnknownMutationError
+from tsumugi.ports import JsonDict
+
+__all__ = [
+    "NO_RUN_BINDING",
+    "NO_SCHEDULER_BINDING",
+    "SCHEDULER_NAME",
+    "SchedulePrimer",
+    "control_run",
+    "list_schedules",
+    "run_for",
+    "start_run",
+]
+
+_log: Final = logging.getLogger("tsumugi")
+
+NO_RUN_BINDING: Final = "RUN binding is not configured, add the Run DO binding to wrangler"  # F-19
+NO_SCHEDULER_BINDING: Final = "SCHEDULER binding is not configured, add the Scheduler DO binding to wrangler"
+SCHEDULER_NAME: Final = "scheduler"  # S-12: the one Scheduler instance's fixed name
+RUN_ACTIONS: Final = frozenset({"cancel", "retry"})
+
+
+def run_for(env: Any, run_id: str) -> Any:
+    """The run coordinator's handle for ``run_id`` (F-19); raises when ``RUN`` is not bound."""
+    runs = env_binding(env, "RUN")
+    if runs is None:
+        raise ConfigurationError(NO_RUN_BINDING)
+    return runs.get(run_id)
+
+
+async def start_run(
+    env: Any,
+    flows: Collection[str],
+    flow: str,
+    input: Any,
+    local_id: str | None = None,
+    deadline_ms: int | None = None,
+) -> str:
+    """F-19 steps 2-5, after the caller's configuration check: the run id, once the run exists.
+
+    The same ``local_id`` names the same coordinator, whose atomic start makes this idempotent (F-21).
+    """
+    if flow not in flows:
+        raise InvalidFlowError(f"flow is not registered: {flow}")
+    run_id = format_run_id(flow, new_local_id() if local_id is None else local_id)
+    await run_for(env, run_id).start(flow, input, deadline_ms)
+    return run_id
+
+
+async def control_run(env: Any, run_id: str, action: str) -> JsonDict:
+    """``cancel`` (F-69) or ``retry`` (F-77) on the run; ``{ok}`` or ``{ok: False, reason}`` (F-28)."""
+    if action not in RUN_ACTIONS:
+        raise UnknownMutationError(f"unknown run action: {action}")
+    stub = run_for(env, run_id)
+    result = await (stub.cancel() if action == "cancel" else stub.retry())
+    return dict(result) if isinstance(result, Mapping) else {"ok": bool(getattr(result, "ok", False))}
+
+
+async def list_schedules(env: Any) -> list[JsonDict]:
+    """S-21: every schedule as the Scheduler stores it, no read-model lag."""
+    scheduler = env_binding(env, "SCHEDULER")
+    if scheduler is None:
+        raise ConfigurationError(NO_SCHEDULER_BINDING)
+    return [dict(item) for item in await scheduler.get(SCHEDULER_NAME).list()]
+
+
+class SchedulePrimer:
+    """S-14: the first event a process handles starts one background ``sync()``; a failure is forgotten."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._enabled = enabled
+        self._task: asyncio.Future[None] | None = None
+
+    @property
+    def primed(self) -> bool:
+        return self._task is not None
+
+    def prime(self, env: Any, ctx: Any = None) -> None:
+        """Start the sync unless one ran or runs; never awaited by the event that triggered it."""
+        if not self._enabled or self._task is not None:
+            return
+        scheduler = env_binding(env, "SCHEDULER")
+        if scheduler is None:
+            return
+        self._task = asyncio.ensure_future(self._sync(scheduler))
+        # A Python ctx spells it wait_until; a Workers ctx (a JS object) spells it waitUntil.
+        wait_until = getattr(ctx, "wait_until", None) or getattr(ctx, "waitUntil", None)
+        if callable(wait_until):
+            wait_until(self._task)  # keeps the isolate (or the local runtime's shutdown) waiting for it
+
+    async def _sync(self, scheduler: Any) -> None:
+        try:
+            await scheduler.get(SCHEDULER_NAME).sync()
+        except Exception:
+            _log.exception("tsumugi: scheduler sync failed; the next event tries again")
+            self._task = None

@@ -1,0 +1,91 @@
+"""The REST API and dashboard of one app for one ``env``: RestOptions from the definition (ADR-0100)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from tsumugi.api import BindingOptions, MetricsReader, MissingBindingsReport, RestOptions, create_rest_app
+from tsumugi.client import env_binding
+from tsumugi.clock import Clock
+from tsumugi.projection import LocalMetricsReader
+from tsumugi.projection.analytics_engine import analytics_engine_metrics
+from tsumugi.ui import dashboard_html
+
+if TYPE_CHECKING:
+    from tsumugi.application.tsumugi import Tsumugi
+
+__all__ = ["build_rest_app", "metrics_resolver", "rest_options"]
+
+MetricsResolver = Callable[[Any], MetricsReader | None]
+
+
+def rest_options(app: Tsumugi, env: Any) -> RestOptions:
+    """Everything ``create_rest_app`` serves for ``app`` in ``env``."""
+    return RestOptions(
+        auth=app.auth,  # None: every request answers 404 (A-12)
+        performers=app.binding_names,
+        bindings={
+            name: BindingOptions(
+                shards=config.shards,
+                failed_retention_ms=config.effective_failed_retention_ms,
+                static_settings=app.static_settings(name),  # what a policy reset returns to (A-54)
+            )
+            for name, config in ((name, app.binding_config(name)) for name in app.binding_names)
+        },
+        enqueue=app.rest_enqueue,
+        flows=tuple(app.flows),
+        start_run=app.start if app.flows else None,
+        run_control=app.run_control if app.flows else None,
+        schedules=app.list_schedules if app.schedules else None,
+        metrics=metrics_resolver(app.metrics, app.clock),
+        check_bindings=lambda request_env: _missing_report(app, request_env),
+        ui=_dashboard(app.ui, app.auth),
+        env=env,
+        clock=app.clock,
+    )
+
+
+def metrics_resolver(resolve: Callable[[Any], Any] | None, clock: Clock) -> MetricsResolver:
+    """``/api/metrics`` readers (ADR-0100): Analytics Engine when ``metrics(env)`` gives credentials,
+    else the read model's local metrics table wherever the env has no Analytics Engine dataset."""
+    remote = analytics_engine_metrics(resolve) if resolve is not None else None
+
+    def reader(env: Any) -> MetricsReader | None:
+        found = remote(env) if remote is not None else None
+        if found is not None:
+            return found
+        if env_binding(env, "TSUMUGI_METRICS") is not None:
+            return None  # M-6: points go to Analytics Engine, which needs credentials to read (A-24)
+        db = env_binding(env, "TSUMUGI_DB")
+        return None if db is None else LocalMetricsReader(db, clock)
+
+    return reader
+
+
+def build_rest_app(app: Tsumugi, env: Any) -> ASGIApp:
+    """The REST app, behind a wrapper that primes the scheduler on the first request (S-14)."""
+    rest = create_rest_app(rest_options(app, env))
+
+    async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            app.prime_schedules(env)
+        await rest(scope, receive, send)
+
+    return serve
+
+
+def _missing_report(app: Tsumugi, env: Any) -> MissingBindingsReport | None:
+    """A-13: the J-206 report and its entries while bindings are missing (success is cached, J-24)."""
+    problems = app.environment_report(env)
+    return None if problems is None else MissingBindingsReport(problems[0], problems[1])
+
+
+def _dashboard(ui: Any, auth: Any) -> Callable[[], str] | None:
+    """U-1: served only when enabled and auth is configured; the token cookie is the auth's (U-2, U-6)."""
+    if not ui or auth is None:
+        return None
+    cookie = ui.get("token_cookie") if isinstance(ui, Mapping) else getattr(auth, "cookie", None)
+    return lambda: dashboard_html(cookie)

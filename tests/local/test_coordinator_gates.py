@@ -1,0 +1,73 @@
+"""A coordinator waiting on another frees its own lock, like a DO's input gate during a call (ADR-0102)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from tsumugi.clock import FixedClock
+from tsumugi.ports import AlarmPort, SqlExecutor
+from tsumugi.runtimes.local.durable_alarms import DurableAlarms
+from tsumugi.runtimes.local.serial_coordinators import SerialCoordinators, pause_turn
+from tsumugi.runtimes.local.shard_namespace import LocalNamespace
+from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
+
+
+class Peer:
+    """Calls other peers through the namespace, the way a shard notifies a run and a run enqueues."""
+
+    namespace: LocalNamespace
+    barrier: asyncio.Barrier
+
+    def __init__(self, name: str, sql: SqlExecutor, alarm: AlarmPort) -> None:
+        self.name = name
+        self.events: list[str] = []
+
+    async def call_other(self, other: str) -> str:
+        self.events.append("holding")
+        await self.barrier.wait()  # both peers hold their own lock before calling the other one
+        answer: str = await self.namespace.get(other).answer()
+        self.events.append(f"got {answer}")
+        return answer
+
+    async def answer(self) -> str:
+        self.events.append("answer")
+        return self.name
+
+    async def spawn_and_wait(self) -> bool:
+        """Starts a task calling this peer; it must wait for the turn, not inherit it."""
+        task = asyncio.ensure_future(self.namespace.get(self.name).answer())
+        for _ in range(10):
+            await asyncio.sleep(0)
+        self.events.append("spawned")
+        waited = not task.done()
+        await pause_turn(0)  # frees the turn: the spawned call runs now
+        await asyncio.sleep(0)
+        return waited
+
+
+def _namespace(tmp_path: Path, closing: Any) -> LocalNamespace:
+    clock = FixedClock(0)
+    alarms = closing(DurableAlarms(tmp_path / "alarms.sqlite3", clock))
+    coordinators = closing(
+        SerialCoordinators("peers", tmp_path / "peers", alarms, clock, Peer, SqliteExecutor)
+    )
+    namespace = LocalNamespace(coordinators)
+    Peer.namespace = namespace
+    Peer.barrier = asyncio.Barrier(2)
+    return namespace
+
+
+async def test_two_coordinators_calling_each_other_do_not_deadlock(tmp_path: Path, closing: Any) -> None:
+    namespace = _namespace(tmp_path, closing)
+    both = asyncio.gather(namespace.get("a").call_other("b"), namespace.get("b").call_other("a"))
+    assert await asyncio.wait_for(both, timeout=5) == ["b", "a"]
+    # each answered the other while its own call was waiting on that other one
+    assert namespace.coordinators.coordinator("a").events == ["holding", "answer", "got b"]
+
+
+async def test_a_task_started_in_a_turn_waits_for_that_turn(tmp_path: Path, closing: Any) -> None:
+    namespace = _namespace(tmp_path, closing)
+    assert await asyncio.wait_for(namespace.get("a").spawn_and_wait(), timeout=5) is True
+    assert namespace.coordinators.coordinator("a").events == ["spawned", "answer"]
