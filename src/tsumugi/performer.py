@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+from tsumugi.clock import Clock, SystemClock
 
 __all__ = ["HeartbeatResult", "JobContext", "Performer", "SpawnRequest", "remote"]
 
@@ -33,7 +34,7 @@ HeartbeatFn = Callable[[Any], Awaitable[HeartbeatResult]]
 class JobContext:
     """Per-attempt context handed to ``perform`` (spec §6.2)."""
 
-    __slots__ = ("_heartbeat", "attempt", "deadline_at", "job_id", "spawns", "traceparent")
+    __slots__ = ("_clock", "_heartbeat", "attempt", "deadline_at", "job_id", "spawns", "traceparent")
 
     def __init__(
         self,
@@ -43,6 +44,7 @@ class JobContext:
         deadline_at: int,
         heartbeat: HeartbeatFn | None = None,
         traceparent: str | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.job_id = job_id
         self.attempt = attempt
@@ -50,6 +52,7 @@ class JobContext:
         self.traceparent = traceparent
         self.spawns: list[SpawnRequest] = []
         self._heartbeat = heartbeat
+        self._clock: Clock = clock or SystemClock()
 
     @property
     def idempotency_key(self) -> str:
@@ -68,7 +71,7 @@ class JobContext:
 
     def remaining_ms(self) -> int:
         """Milliseconds left before ``deadline_at`` (0 or less means: stop now, J-75)."""
-        return self.deadline_at - time.time_ns() // 1_000_000
+        return self.deadline_at - self._clock.now()
 
 
 class Performer:

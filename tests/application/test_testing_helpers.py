@@ -64,3 +64,12 @@ def test_fixed_clock_and_pure_functions() -> None:
     assert clock.now() == 10 and clock.advance(5) == 15 and clock.set(100) == 100
     assert next_attempt(1, 3, {"kind": "fixed", "delayMs": 1000}, 0).run_after == 1000
     assert callable(schedule)
+
+
+def test_remaining_ms_follows_the_injected_clock() -> None:
+    # J-75: the remainder before deadline_at, read from the context's clock (a FixedClock in tests)
+    clock = fixed_clock(1_000_000)
+    ctx = create_test_context(clock=clock)
+    assert ctx.remaining_ms() == 60_000
+    clock.advance(60_001)
+    assert ctx.remaining_ms() == -1  # J-75: 0 or less means stop now

@@ -29,8 +29,11 @@ class TestJobContext(JobContext):
         idempotency_key: str,
         traceparent: str | None = None,
         cancel_requested: bool = False,
+        clock: Clock | None = None,
     ) -> None:
-        super().__init__(job_id=job_id, attempt=attempt, deadline_at=deadline_at, traceparent=traceparent)
+        super().__init__(
+            job_id=job_id, attempt=attempt, deadline_at=deadline_at, traceparent=traceparent, clock=clock
+        )
         self._idempotency_key = idempotency_key
         self.heartbeats: list[Any] = []
         self.cancel_requested = cancel_requested
@@ -65,6 +68,7 @@ def create_test_context(
         idempotency_key=job_id if idempotency_key is None else idempotency_key,
         traceparent=traceparent,
         cancel_requested=cancel_requested,
+        clock=clock,
     )
 
 
