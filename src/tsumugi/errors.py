@@ -7,14 +7,28 @@ The tree::
     ├── InvalidTransitionError     a state change the transition table forbids (J-92)
     ├── TsumugiTimeoutError        an attempt outlived its timeout_ms (J-74)
     ├── ConfigurationError         define_tsumugi() or a binding config is invalid (J-204)
-    │   └── MissingBindingsError   the wrangler configuration is incomplete (J-205, J-206)
-    ├── EnqueueError               an enqueue input is invalid (J-29); also a ValueError
-    ├── RequiredKeyError           a performer's required key is missing (J-70); also a TypeError
-    └── PerformerSignal            raised by a performer to steer its own retry (J-76)
-        ├── PermanentFailure       fail now, whatever attempts remain
-        └── RetryAfter             retry this failure at a chosen time
+    │   ├── MissingBindingsError   the wrangler configuration is incomplete (J-205, J-206)
+    │   ├── InvalidConfigError     a policy, backoff, binding or notice config is malformed (+ValueError)
+    │   └── InvalidScheduleError   a schedule definition is invalid (S-2, +ValueError)
+    ├── EnqueueError               an enqueue input is invalid (J-29, +ValueError)
+    ├── RequiredKeyError           a performer's required key is missing (J-70, +TypeError)
+    ├── PerformerSignal            raised by a performer to steer its own retry (J-76)
+    │   ├── PermanentFailure       fail now, whatever attempts remain
+    │   └── RetryAfter             retry this failure at a chosen time
+    ├── InvalidFlowError           a flow definition is invalid (F-3..F-18, +ValueError)
+    ├── InvalidRunIdError          a run id does not have the required shape (A-8, +ValueError)
+    ├── InvalidCronError           a cron expression is invalid or never fires (S-6..S-9, +ValueError)
+    ├── UnknownMutationError       mutate_many got an action other than retry/cancel (J-134, +ValueError)
+    ├── MetricsUpstreamError       the metrics store refused or timed out (M-12: 502)
+    ├── UnsafeIntegerError         an int beyond 2^53 about to cross into JavaScript (+ValueError)
+    ├── QueueMessageTooLargeError  a dispatch message over the Queues size limit (+ValueError)
+    ├── LocalRuntimeError          the embedded runtime cannot start
+    │   ├── StateDirError          the state directory is not writable
+    │   ├── AppLoadError           the APP of ``tsumugi dev`` cannot be loaded
+    │   └── PortInUseError         the HTTP port is taken
+    └── CommandLineError           a ``tsumugi`` command cannot proceed (C-3..C-6)
 
-Areas add their own subclasses at the end of this file, under a comment naming the area.
+Areas add their own subclasses at the end of this file, under a comment naming the area, and to this tree.
 """
 
 from __future__ import annotations
