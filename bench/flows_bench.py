@@ -4,7 +4,7 @@
 1. start to finish: ``start`` of a run whose one fan-out node has N no-op children, until the run is
    COMPLETED (wall seconds, CPU seconds of this process);
 2. the same N no-op jobs enqueued directly with ``enqueue_many``, until all are COMPLETED;
-3. per-node overhead: what the run costs per child beyond the plain job (wall and CPU).
+3. per-node overhead: what the run costs per child beyond the plain job (wall and CPU), and the ratio.
 
 Usage: ``.venv/bin/python bench/flows_bench.py [--nodes 10000] [--batch-size 1000]``
 """
@@ -96,6 +96,7 @@ async def main(nodes: int, batch_size: int) -> None:
     overhead_wall = (run_wall - jobs_wall) / nodes * 1e3
     overhead_cpu = (run_cpu - jobs_cpu) / nodes * 1e3
     print(f"per-node overhead of the run: {overhead_wall:.3f} ms wall, {overhead_cpu:.3f} ms CPU")
+    print(f"run / plain jobs: {run_wall / jobs_wall:.2f}x wall (ADR-0115 aims for about 2x)")
 
 
 def _figures(label: str, wall_s: float, cpu_s: float, count: int, per: str) -> None:

@@ -1,4 +1,4 @@
-"""A 10,000-child fan-out run completes on the local runtime (F-15, F-35, F-56, ADR-0103)."""
+"""A 10,000-child fan-out run completes on the local runtime (F-15, F-35, F-56, ADR-0115)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tsumugi.performer import JobContext, Performer
 from tsumugi.runtimes.local.runtime import LocalRuntime
 
 CHILDREN = 10_000
-DEADLINE_S = 120.0  # about 40 s here; the margin is for a loaded CI machine
+DEADLINE_S = 120.0  # about 5 s here; the margin is for a loaded CI machine
 CONSUMER_BATCH = 1_000  # one consumer batch reports a thousand children to their shard at once
 
 

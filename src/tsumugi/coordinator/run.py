@@ -7,7 +7,7 @@ the alarm's tick (``run_tick``) does the work, so actor-to-actor calls never nes
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from tsumugi.clock import Clock
 from tsumugi.coordinator.run_decisions import dynamic_row
@@ -24,11 +24,12 @@ from tsumugi.errors import InvalidFlowError, TsumugiError
 from tsumugi.ports import AlarmPort, JsonDict, ShardNamespace, SqlExecutor
 from tsumugi.storage.run_outbox import RunOutbox
 from tsumugi.storage.run_schema import ensure_run_schema
-from tsumugi.storage.run_store import RunStore, node_snapshot, run_snapshot
+from tsumugi.storage.run_store import NodeRow, RunStore, node_snapshot, run_snapshot
 
 OK: Final[JsonDict] = {"ok": True}
 GONE: Final[JsonDict] = {"ok": False, "reason": "gone"}
 INVALID_STATE: Final[JsonDict] = {"ok": False, "reason": "invalid-state"}
+T = TypeVar("T")
 CHILD_STATES: Final = frozenset({"COMPLETED", "FAILED", "CANCELLED"})  # F-63: what a child run reports
 
 
@@ -49,7 +50,9 @@ class RunCoordinator:
         settings: RunSettings | None = None,
         shards_of: Mapping[str, int] | None = None,
         new_id: Callable[[], str] = new_local_id,
+        storage_exists: Callable[[], bool] | None = None,
     ) -> None:
+        """``storage_exists``: whether any storage is there yet; without it, storage always is (ADR-0116)."""
         self.name = name
         self.clock = clock
         self.alarm_port = alarm
@@ -60,11 +63,20 @@ class RunCoordinator:
         self.settings = settings or RunSettings()
         self.shards_of = shards_of or {}
         self.new_id = new_id
-        ensure_run_schema(sql)
         self.sql = sql
         self.store = RunStore(sql)
         self.outbox = RunOutbox(sql)
         self.ticking = False
+        self._storage_exists = storage_exists
+        self._schema_ready = False
+        self.has_storage()
+
+    def has_storage(self) -> bool:
+        """Prepare the schema when there is storage; False means no run was ever created (F-28)."""
+        if not self._schema_ready and (self._storage_exists is None or self._storage_exists()):
+            ensure_run_schema(self.sql)
+            self._schema_ready = True
+        return self._schema_ready
 
     # ------------------------------------------------------------------ snapshots and alarm
     def snapshot_run(self) -> None:
@@ -73,9 +85,17 @@ class RunCoordinator:
             self.outbox.append("run", run.id, run_snapshot(run, self.store.counters()))
 
     def snapshot_nodes(self, node_ids: Sequence[str] | set[str]) -> None:
-        for node in self.store.nodes():
-            if node.id in node_ids:
-                self.outbox.append("node", node.id, node_snapshot(self.name, node))
+        """Outbox snapshots of the named nodes only, in node order (ADR-0115)."""
+        nodes = self.store.nodes_by_id(set(node_ids))
+        self.outbox.append_many("node", ((node.id, node_snapshot(self.name, node)) for node in nodes))
+
+    def transaction(self, body: Callable[[], T]) -> T:
+        """``sql.transaction``; a rolled-back body also drops the in-memory progress (ADR-0115)."""
+        try:
+            return self.sql.transaction(body)
+        except BaseException:
+            self.store.forget()
+            raise
 
     async def arm(self, at_ms: int) -> None:
         """Earliest wins: never push back an alarm someone else set (F-37)."""
@@ -94,6 +114,9 @@ class RunCoordinator:
     ) -> JsonDict:
         """Create the run once; a repeated start returns the existing id before any check (F-20, F-21)."""
         now = self.clock.now()
+        if not self._schema_ready:
+            ensure_run_schema(self.sql)
+            self._schema_ready = True
 
         def create() -> JsonDict:
             if self.store.run() is not None:
@@ -142,36 +165,42 @@ class RunCoordinator:
             self.snapshot_nodes({entry["id"] for entry in shape})
             return {"id": self.name, "created": True}
 
-        outcome = self.sql.transaction(create)
+        outcome = self.transaction(create)
         if outcome["created"]:
             await self.arm(now)
         return dict(outcome)
 
     async def state(self) -> str | None:
         """The run state, or None when no run exists; never creates one (F-28, S-20)."""
+        if not self.has_storage():
+            return None
         run = self.store.run()
         return None if run is None else run.state
 
     async def notify(self, events: Sequence[JsonDict]) -> None:
         """Record terminal job events; successors start on the next tick (F-45, F-56)."""
         now = self.clock.now()
+        if not self.has_storage():
+            return
 
         def record() -> bool:
             if self.store.run() is None:
                 return False
             touched: set[str] = set()
+            rows = {n.id: n for n in self.store.nodes_by_id({str(e.get("nodeId")) for e in events})}
             for event in events:
-                touched |= self._apply_event(event, now)
+                # A row is used once: a repeated event for the same node re-reads what the first wrote.
+                node = rows.pop(str(event.get("nodeId")), None) or self.store.node(str(event.get("nodeId")))
+                touched |= self._apply_event(event, node, now)
             if touched:
                 self.snapshot_run()
                 self.snapshot_nodes(touched)
             return True
 
-        if self.sql.transaction(record):
+        if self.transaction(record):
             await self.arm(now)
 
-    def _apply_event(self, event: JsonDict, now: int) -> set[str]:
-        node = self.store.node(str(event.get("nodeId")))
+    def _apply_event(self, event: JsonDict, node: NodeRow | None, now: int) -> set[str]:
         state = str(event.get("state"))
         if node is None or node.job_id != event.get("jobId") or not is_node_terminal(state):
             return set()  # F-45: unknown node or a stale job from before a resume
@@ -218,6 +247,8 @@ class RunCoordinator:
     async def notify_child(self, node_id: str, child_run_id: str, state: str) -> None:
         """A child run ended: mirror its state on the subflow node (F-63)."""
         now = self.clock.now()
+        if not self.has_storage():
+            return
 
         def record() -> bool:
             node = self.store.node(node_id) if self.store.run() is not None else None
@@ -229,12 +260,14 @@ class RunCoordinator:
             self.snapshot_nodes({node_id})
             return True
 
-        if self.sql.transaction(record):
+        if self.transaction(record):
             await self.arm(now)
 
     async def cancel(self) -> JsonDict:
         """Ask the run to stop; nodes are stopped by the tick (F-69)."""
         now = self.clock.now()
+        if not self.has_storage():
+            return dict(GONE)
 
         def mark() -> JsonDict:
             run = self.store.run()
@@ -246,7 +279,7 @@ class RunCoordinator:
             self.snapshot_run()
             return OK
 
-        outcome = self.sql.transaction(mark)
+        outcome = self.transaction(mark)
         if outcome["ok"]:
             await self.arm(now)
         return dict(outcome)
@@ -254,6 +287,8 @@ class RunCoordinator:
     async def retry(self) -> JsonDict:
         """Resume a FAILED run: COMPLETED nodes are kept, the rest run again (F-77, F-78)."""
         now = self.clock.now()
+        if not self.has_storage():
+            return dict(GONE)
 
         def resume() -> JsonDict:
             run = self.store.run()
@@ -282,13 +317,15 @@ class RunCoordinator:
             self.snapshot_nodes(reset)
             return OK
 
-        outcome = self.sql.transaction(resume)
+        outcome = self.transaction(resume)
         if outcome["ok"]:
             await self.arm(now)
         return dict(outcome)
 
     async def alarm(self) -> None:
         """The alarm handler: one tick at a time (F-34); a failed tick retries in 5 s (F-38)."""
+        if not self.has_storage():
+            return  # a stale alarm of a run that never existed: nothing to tick
         if self.ticking:
             await self.arm(self.clock.now())
             return
@@ -297,6 +334,7 @@ class RunCoordinator:
             await RunTick(self).run()
         except Exception:
             RunTick.log.exception("run tick failed: %s", self.name)
+            self.store.forget()  # storage is the truth after a failed tick (ADR-0115)
             await self.alarm_port.set_alarm(self.clock.now() + RunTick.RETRY_MS)
         finally:
             self.ticking = False

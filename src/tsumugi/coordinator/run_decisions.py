@@ -50,6 +50,7 @@ class TickWork:
 
     jobs: dict[str, list[JsonDict]] = field(default_factory=dict)
     job_nodes: list[str] = field(default_factory=list)
+    job_ids: dict[str, str] = field(default_factory=dict)  # node id -> job id reserved this tick
     child_starts: list[ChildStart] = field(default_factory=list)
     touched: set[str] = field(default_factory=set)
 
@@ -80,8 +81,11 @@ class DecisionApplier:
         self.flow_input = jsonwire.loads(run.input)
         self.work = TickWork()
 
-    async def apply(self, decision: Decision, cancelling: bool, expired: bool) -> None:
-        node = self.store.node(decision.id)
+    async def apply(
+        self, decision: Decision, cancelling: bool, expired: bool, node: NodeRow | None = None
+    ) -> None:
+        """Apply one decision; ``node`` is the decided node's row when the caller has just read it."""
+        node = node or self.store.node(decision.id)
         if node is None:
             return
         match decision.type:
@@ -189,8 +193,8 @@ class DecisionApplier:
             except TsumugiError as exc:  # F-57: a spawn binding that cannot name a job fails its node
                 self._fail(node.id, _message(exc))
                 return
-            # F-41: the id is stored before the enqueue, so a retried tick re-sends the same job.
-            self.store.update_node(node.id, self.now_ms, job_id=job_id)
+            # F-41: the tick stores the id before the enqueue, so a retried tick re-sends the same job.
+            self.work.job_ids[node.id] = job_id
         enqueue = {
             **job,
             "id": job_id,

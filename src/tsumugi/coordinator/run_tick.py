@@ -6,8 +6,7 @@ import logging
 from typing import TYPE_CHECKING, ClassVar, Final
 
 from tsumugi.coordinator.run_decisions import DecisionApplier, TickWork
-from tsumugi.core import jsonwire
-from tsumugi.core.flow.advance import Decision, NodeView, Progress, advance
+from tsumugi.core.flow.advance import Decision, DecisionType
 from tsumugi.storage.run_store import NodeRow, RunRow
 
 if TYPE_CHECKING:
@@ -20,22 +19,6 @@ SWEEP_FLOOR_MS: Final = 1000  # F-35 step 9: never re-arm a sweep sooner than a 
 BUSY_RECHECK_MS: Final = 5000
 
 
-def views(nodes: list[NodeRow]) -> list[NodeView]:
-    return [
-        NodeView(
-            n.id,
-            n.state,
-            container=bool(n.container),
-            subflow=n.subflow is not None,
-            parent=n.parent,
-            origin=n.origin,
-            after=tuple(jsonwire.loads(n.after)),
-            trigger=n.trigger,
-        )
-        for n in nodes
-    ]
-
-
 class RunTick:
     log: ClassVar[logging.Logger] = logging.getLogger("tsumugi.run")
     RETRY_MS: ClassVar[int] = 5000  # F-38: a failed tick is retried after five seconds, forever
@@ -44,11 +27,17 @@ class RunTick:
         self.c = coordinator
         self.now = coordinator.clock.now()
 
-    def progress(self) -> tuple[RunRow, Progress]:
+    def decisions(
+        self, limit: int, handled: set[tuple[str, str]] | None = None
+    ) -> tuple[RunRow, list[Decision]]:
+        """The run row and the first ``limit`` decisions of ``advance`` not yet ``handled`` (ADR-0115)."""
         run = self.c.store.run()
         assert run is not None
-        return run, advance(
-            views(self.c.store.nodes()), cancelling=bool(run.cancelling), expired=bool(run.expired)
+        done = handled or set()
+        return run, self.c.store.live().decisions(
+            halting=bool(run.cancelling or run.expired),
+            limit=limit,
+            skip=lambda d: (d.type.value, d.id) in done,
         )
 
     async def run(self) -> None:
@@ -78,18 +67,18 @@ class RunTick:
             work = applier.work
             deferred = await self._decide(applier, handled)
             await self._dispatch(work)
-        run, progress = self.progress()
+        run, pending = self.decisions(1)
+        busy, fresh = bool(pending), bool(self.decisions(1, handled)[1])
+        state = self.c.store.live().state(cancelling=bool(run.cancelling), expired=bool(run.expired))
         if flow is None:
             # F-92: the run was failed outright; advance must not move it back to RUNNING.
-            progress = Progress([], run.state)
-        busy = bool(progress.decisions)
-        fresh = [d for d in progress.decisions if (d.type.value, d.id) not in handled]
-        self._settle(loaded, run, progress, work)
+            busy, fresh, state = False, False, run.state
+        self._settle(loaded, run, state, work)
         projected = await self._project()
         notified = await self._notify_parent()
         if await self._sweep(notified):
             return
-        await self._rearm(deferred or bool(fresh) or projected or not notified, busy)
+        await self._rearm(deferred or fresh or projected or not notified, busy)
 
     def _flow_gone(self, run: RunRow, work: TickWork) -> None:
         """F-35 step 1, F-92 (port: only a RUNNING run fails, and the sweep is still armed)."""
@@ -118,26 +107,36 @@ class RunTick:
         """F-35 step 3; returns True when decisions were deferred to the next tick."""
         applied = 0
         for _ in range(MAX_ROUNDS):
-            run, progress = self.progress()
-            fresh: list[Decision] = [d for d in progress.decisions if (d.type.value, d.id) not in handled]
+            # One more than the budget left tells "deferred" apart from "all done" (F-35).
+            run, fresh = self.decisions(MAX_DECISIONS - applied + 1, handled)
             if not fresh:
                 return False
+            rows = self._rows_for(fresh[: MAX_DECISIONS - applied])
             for decision in fresh:
                 if applied >= MAX_DECISIONS:
                     return True
                 handled.add((decision.type.value, decision.id))
                 applied += 1
-                await applier.apply(decision, bool(run.cancelling), bool(run.expired))
+                await applier.apply(decision, bool(run.cancelling), bool(run.expired), rows.get(decision.id))
         return False
+
+    def _rows_for(self, decisions: list[Decision]) -> dict[str, NodeRow]:
+        """The decided nodes' rows in one read, for rounds that cannot interleave with a notify.
+
+        Only a cancellation awaits another coordinator mid-round, letting events change nodes; every
+        other decision is applied without yielding and writes only its own node (F-35, ADR-0115).
+        """
+        if any(d.type is DecisionType.CANCEL for d in decisions):
+            return {}
+        return {row.id: row for row in self.c.store.nodes_by_id([d.id for d in decisions])}
 
     async def _dispatch(self, work: TickWork) -> None:
         """F-35 steps 4-5: enqueue every job, start every child run, then mark what started."""
+        self.c.store.set_job_ids(work.job_ids, self.now)  # F-41: stored before the enqueue
         for shard, inputs in work.jobs.items():
             await self.c.shards.get(shard).enqueue_many(inputs)
         store = self.c.store
-        for node_id in work.job_nodes:
-            if store.update_node_in_state(node_id, "PENDING", self.now, state="SCHEDULED"):
-                work.touched.add(node_id)
+        work.touched.update(store.mark_in_state(work.job_nodes, "PENDING", self.now, "SCHEDULED"))
         for start in work.child_starts:
             peer = self.c.runs.get(start.child_run_id)
             parent = {"runId": self.c.name, "nodeId": start.node_id}
@@ -168,10 +167,10 @@ class RunTick:
             return None
         return state if state in ("COMPLETED", "CANCELLED") else None
 
-    def _settle(self, loaded: RunRow, run: RunRow, progress: Progress, work: TickWork) -> None:
+    def _settle(self, loaded: RunRow, run: RunRow, state: str, work: TickWork) -> None:
         """F-35 step 6: persist a changed run state and snapshot what moved."""
-        if progress.state != run.state:
-            self.c.store.update_run(self.now, state=progress.state)
+        if state != run.state:
+            self.c.store.update_run(self.now, state=state)
             self.c.snapshot_run()
         elif work.touched or run.expired != loaded.expired:
             self.c.snapshot_run()

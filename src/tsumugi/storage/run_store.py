@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Final
 
+from tsumugi.core import jsonwire
+from tsumugi.core.flow.advance import NodeView
+from tsumugi.core.flow.live_progress import LiveProgress, live_progress_of
 from tsumugi.ports import SqlExecutor, SqlValue
 
 DONE_STATES: Final = ("COMPLETED", "FAILED", "CANCELLED", "STALLED", "SKIPPED")  # F-26 node_done
@@ -53,9 +56,26 @@ class NodeRow:
     trigger: str
 
 
+# What the node table fills in for a column an insert leaves out (run_schema.NODE_DDL).
+_NODE_DEFAULTS: Final[dict[str, Any]] = {"container": 0, "after": "[]", "trigger": "success"}
 RUN_COLUMNS: Final = tuple(f.name for f in fields(RunRow))
 NODE_COLUMNS: Final = tuple(f.name for f in fields(NodeRow))
 _NODE_SELECT: Final = f"SELECT {', '.join(NODE_COLUMNS)} FROM node"
+MAX_BOUND: Final = 100  # Durable Object SQL binds at most 100 parameters per statement
+
+
+def node_view(node: NodeRow) -> NodeView:
+    """What ``advance`` reads of a node row."""
+    return NodeView(
+        node.id,
+        node.state,
+        container=bool(node.container),
+        subflow=node.subflow is not None,
+        parent=node.parent,
+        origin=node.origin,
+        after=tuple(jsonwire.loads(node.after)),
+        trigger=node.trigger,
+    )
 
 
 class RunStore:
@@ -63,6 +83,19 @@ class RunStore:
 
     def __init__(self, sql: SqlExecutor) -> None:
         self.sql = sql
+        self._live: LiveProgress | None = None
+
+    def live(self) -> LiveProgress:
+        """The run's progress kept in memory (ADR-0115): read from storage once, then kept by every write.
+
+        Storage stays the truth: ``forget`` drops it after a rolled-back or failed write.
+        """
+        if self._live is None:
+            self._live = live_progress_of((n.seq, node_view(n)) for n in self.nodes())
+        return self._live
+
+    def forget(self) -> None:
+        self._live = None
 
     def run(self) -> RunRow | None:
         rows = self.sql.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM run LIMIT 1")
@@ -95,7 +128,19 @@ class RunStore:
             for r in self.sql.execute(f"{_NODE_SELECT} WHERE parent = ? ORDER BY seq, id", [parent])
         ]
 
+    def nodes_by_id(self, node_ids: Collection[str]) -> list[NodeRow]:
+        """The named nodes in ``(seq, id)`` order, in chunks the bound-parameter limit allows."""
+        wanted = list(node_ids)
+        rows: list[NodeRow] = []
+        for start in range(0, len(wanted), MAX_BOUND):
+            chunk = wanted[start : start + MAX_BOUND]
+            query = f"{_NODE_SELECT} WHERE id IN ({', '.join('?' * len(chunk))})"
+            rows += [NodeRow(*r) for r in self.sql.execute(query, chunk)]  # type: ignore[arg-type]
+        return sorted(rows, key=lambda n: (n.seq, n.id))
+
     def node_count(self) -> int:
+        if self._live is not None:
+            return len(self._live.by_id)
         return int(self.sql.execute("SELECT COUNT(*) FROM node")[0][0] or 0)
 
     def next_seq(self) -> int:
@@ -103,23 +148,69 @@ class RunStore:
 
     def insert_nodes(self, rows: Iterable[Mapping[str, SqlValue]]) -> list[str]:
         """Insert-or-ignore on ``id`` (the first writer wins, F-24); returns the ids actually inserted."""
-        inserted: list[str] = []
+        live = self.live()
+        fresh: dict[str, Mapping[str, SqlValue]] = {}
         for values in rows:
-            names = list(values)
-            before = self.sql.execute("SELECT 1 FROM node WHERE id = ?", [values["id"]])
-            if before:
-                continue
-            self.sql.execute(
-                f"INSERT INTO node ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
-                [values[n] for n in names],
-            )
-            inserted.append(str(values["id"]))
-        return inserted
+            node_id = str(values["id"])
+            if node_id not in live.by_id and node_id not in fresh:
+                fresh[node_id] = values
+        batch: list[Mapping[str, SqlValue]] = []
+        for values in fresh.values():
+            if batch and (list(values) != list(batch[0]) or (len(batch) + 1) * len(values) > MAX_BOUND):
+                self._insert_batch(batch)
+                batch = []
+            batch.append(values)
+        if batch:
+            self._insert_batch(batch)
+        for values in fresh.values():
+            node = NodeRow(*(values.get(name, _NODE_DEFAULTS.get(name)) for name in NODE_COLUMNS))  # type: ignore[arg-type]
+            live.add(node.seq, node_view(node))
+        return list(fresh)
+
+    def _insert_batch(self, batch: list[Mapping[str, SqlValue]]) -> None:
+        """Rows with the same columns in one statement, within the bound-parameter limit."""
+        names = list(batch[0])
+        row = f"({', '.join('?' * len(names))})"
+        self.sql.execute(
+            f"INSERT INTO node ({', '.join(names)}) VALUES {', '.join([row] * len(batch))}",
+            [values[n] for values in batch for n in names],
+        )
 
     def update_node(self, node_id: str, now_ms: int, **values: SqlValue) -> None:
         values["updated_at"] = now_ms
         assignments = ", ".join(f"{name} = ?" for name in values)
         self.sql.execute(f"UPDATE node SET {assignments} WHERE id = ?", [*values.values(), node_id])
+        if self._live is not None and "state" in values:
+            self._live.set_state(node_id, str(values["state"]))
+
+    def set_job_ids(self, job_ids: Mapping[str, str], now_ms: int) -> None:
+        """Store each node's reserved job id, many nodes per statement (F-41)."""
+        pairs = list(job_ids.items())
+        per_statement = (MAX_BOUND - 1) // 3
+        for start in range(0, len(pairs), per_statement):
+            chunk = pairs[start : start + per_statement]
+            cases = " ".join("WHEN ? THEN ?" for _ in chunk)
+            marks = ", ".join("?" * len(chunk))
+            self.sql.execute(
+                f"UPDATE node SET updated_at = ?, job_id = CASE id {cases} END WHERE id IN ({marks})",
+                [now_ms, *(value for pair in chunk for value in pair), *(node_id for node_id, _ in chunk)],
+            )
+
+    def mark_in_state(self, node_ids: Iterable[str], expected: str, now_ms: int, state: str) -> list[str]:
+        """Move the nodes still in ``expected`` to ``state``, many per statement; returns the ids moved."""
+        live = self.live()
+        moved = [n for n in dict.fromkeys(node_ids) if n in live.by_id and live.by_id[n].state == expected]
+        per_statement = MAX_BOUND - 3
+        for start in range(0, len(moved), per_statement):
+            chunk = moved[start : start + per_statement]
+            marks = ", ".join("?" * len(chunk))
+            self.sql.execute(
+                f"UPDATE node SET state = ?, updated_at = ? WHERE state = ? AND id IN ({marks})",
+                [state, now_ms, expected, *chunk],
+            )
+        for node_id in moved:
+            live.set_state(node_id, state)
+        return moved
 
     def update_node_in_state(self, node_id: str, expected: str, now_ms: int, **values: SqlValue) -> bool:
         """Update only while the node is still in ``expected``; False when something moved it first."""
@@ -130,7 +221,11 @@ class RunStore:
         return True
 
     def counters(self) -> tuple[int, int, int]:
-        """``(node_total, node_done, node_failed)`` (F-26)."""
+        """``(node_total, node_done, node_failed)`` (F-26), kept as nodes move (ADR-0115)."""
+        return self.live().counters()
+
+    def counted(self) -> tuple[int, int, int]:
+        """``counters`` recounted from every row: the reference the kept counters are tested against."""
         row = self.sql.execute(
             "SELECT COUNT(*), "
             f"SUM(CASE WHEN state IN ({', '.join('?' * len(DONE_STATES))}) THEN 1 ELSE 0 END), "
@@ -143,6 +238,7 @@ class RunStore:
         """The sweep (F-82): afterwards the run behaves as never created; empty tables stay."""
         for table in ("node", "run_outbox", "run"):
             self.sql.execute(f"DELETE FROM {table}")
+        self._live = None
 
 
 def node_snapshot(run_id: str, node: NodeRow) -> dict[str, Any]:

@@ -6,10 +6,10 @@ decisions; ``when`` conditions are evaluated by whoever applies a start, because
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Final
+from typing import Final, Protocol
 
 TERMINAL_NODE_STATES: Final = frozenset({"COMPLETED", "FAILED", "CANCELLED", "STALLED", "SKIPPED"})  # F-29
 FAILED_NODE_STATES: Final = frozenset({"FAILED", "STALLED", "CANCELLED"})  # T-1: "actually failed"
@@ -115,7 +115,31 @@ class _Tree:
         return self._failed[node.id]
 
 
-def _gate(node: NodeView, tree: _Tree) -> Decision | None:
+class NodeFlags(Protocol):
+    """What a decision reads about other nodes: ``_Tree`` here, ``LiveProgress`` incrementally."""
+
+    @property
+    def by_id(self) -> Mapping[str, NodeView]: ...
+
+    def settled(self, node: NodeView) -> bool: ...
+
+    def succeeded(self, node: NodeView) -> bool: ...
+
+    def failed(self, node: NodeView) -> bool: ...
+
+
+def decide(node: NodeView, tree: NodeFlags, *, halting: bool, kids_settled: bool) -> Decision | None:
+    """The decision for one node (F-32), given whether all its children are settled (F-30)."""
+    if node.container and node.state == "RUNNING" and kids_settled:
+        return Decision(DecisionType.AGGREGATE, node.id)
+    if halting:
+        if node.state in ("PENDING", "SCHEDULED") or (node.subflow and node.state == "RUNNING"):
+            return Decision(DecisionType.CANCEL, node.id)
+        return None
+    return _gate(node, tree) if node.state == "PENDING" else None
+
+
+def _gate(node: NodeView, tree: NodeFlags) -> Decision | None:
     """The decision for a PENDING node once its dependencies allow one (F-32 step 3, T-1, T-2)."""
     missing = next((d for d in node.after if d not in tree.by_id), None)
     if missing is not None:
@@ -142,15 +166,10 @@ def advance(nodes: Sequence[NodeView], *, cancelling: bool, expired: bool = Fals
     halting = cancelling or expired
     decisions: list[Decision] = []
     for node in nodes:
-        if node.container and node.state == "RUNNING" and all(tree.settled(c) for c in tree.kids(node)):
-            decisions.append(Decision(DecisionType.AGGREGATE, node.id))
-        elif halting:
-            if node.state in ("PENDING", "SCHEDULED") or (node.subflow and node.state == "RUNNING"):
-                decisions.append(Decision(DecisionType.CANCEL, node.id))
-        elif node.state == "PENDING":
-            decision = _gate(node, tree)
-            if decision is not None:
-                decisions.append(decision)
+        kids_settled = node.container and all(tree.settled(c) for c in tree.kids(node))
+        decision = decide(node, tree, halting=halting, kids_settled=kids_settled)
+        if decision is not None:
+            decisions.append(decision)
     return Progress(decisions, _run_state(nodes, tree, cancelling=cancelling, expired=expired))
 
 

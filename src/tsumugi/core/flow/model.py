@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -125,6 +126,18 @@ def shape_of(flow: Flow, flows: Mapping[str, Flow]) -> list[dict[str, Any]]:
 
 def positional_arity(fn: Callable[..., Any]) -> int | None:
     """How many positional arguments ``fn`` accepts; None means any number."""
+    try:
+        return _cached_arity(fn)
+    except TypeError:  # an unhashable callable object is inspected every time
+        return _arity(fn)
+
+
+@functools.lru_cache(maxsize=1024)  # ADR-0115: a fan-out calls its mappers once per item
+def _cached_arity(fn: Callable[..., Any]) -> int | None:
+    return _arity(fn)
+
+
+def _arity(fn: Callable[..., Any]) -> int | None:
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):

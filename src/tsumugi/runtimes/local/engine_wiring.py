@@ -18,7 +18,7 @@ from tsumugi.coordinator.scheduler import Scheduler
 from tsumugi.core.config import RunSettings
 from tsumugi.ports import AlarmPort, SqlExecutor
 from tsumugi.projection import LocalMetricsWriter
-from tsumugi.runtimes.local.run_pacing import PacedRun
+from tsumugi.runtimes.local.run_storage import DeferredSqliteExecutor
 from tsumugi.runtimes.local.serial_coordinators import CoordinatorFactory
 from tsumugi.runtimes.local.sql_database import SqliteDatabase, apply_migrations
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
@@ -47,6 +47,8 @@ class EngineWiring:
         self._metrics: LocalMetricsWriter | None = None
 
     def executor(self, path: Path) -> SqlExecutor:
+        if path.parent.name == RUNS_KIND:
+            return DeferredSqliteExecutor(path)  # ADR-0116: no file for a run that was never started
         return SqliteExecutor(path)
 
     def read_model(self, path: Path) -> SqliteDatabase:
@@ -70,8 +72,8 @@ class EngineWiring:
         schedules = list(getattr(app, "schedules", None) or ())
         shards_of = shard_counts(app)
 
-        def run(name: str, sql: SqlExecutor, alarm: AlarmPort) -> PacedRun:
-            coordinator = RunCoordinator(
+        def run(name: str, sql: SqlExecutor, alarm: AlarmPort) -> RunCoordinator:
+            return RunCoordinator(
                 name,
                 sql,
                 clock=runtime.clock,
@@ -82,8 +84,8 @@ class EngineWiring:
                 flows=flows,
                 settings=settings,
                 shards_of=shards_of,
+                storage_exists=sql.exists if isinstance(sql, DeferredSqliteExecutor) else None,
             )
-            return PacedRun(coordinator)
 
         def scheduler(name: str, sql: SqlExecutor, alarm: AlarmPort) -> Scheduler:
             return Scheduler(

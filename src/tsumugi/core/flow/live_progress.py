@@ -1,0 +1,182 @@
+"""``advance`` kept up to date node by node (ADR-0115): the same decisions, without re-reading the run.
+
+``advance`` rebuilds the whole tree on every call, so a run re-evaluated on every tick costs O(n) per
+tick. ``LiveProgress`` holds the same per-node flags (settled, succeeded, failed; F-30, F-31, T-1) as
+counters over each node's children, changes them only along the parent chain of a node that moved,
+and re-decides only the dirty nodes: the node itself, its parent and the nodes that depend on it.
+Decisions come from ``advance.decide``, so both paths share one rule table.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Final
+
+from tsumugi.core.flow.advance import (
+    FAILED_NODE_STATES,
+    FAN_OUT_ORIGIN,
+    Decision,
+    NodeView,
+    decide,
+    is_node_terminal,
+)
+
+DONE_STATES: Final = frozenset({"COMPLETED", "FAILED", "CANCELLED", "STALLED", "SKIPPED"})  # F-26 node_done
+COUNTED_FAILED: Final = frozenset({"FAILED", "STALLED"})  # F-26 node_failed
+_ABSENT: Final = (True, True, False)  # the flags a node that does not exist contributes: nothing
+
+
+@dataclass(slots=True)
+class _Kids:
+    """Counts over one node's children: unsettled, and non-fan-out ones not succeeded or failed."""
+
+    unsettled: int = 0
+    unsucceeded: int = 0
+    failed: int = 0
+
+
+class LiveProgress:
+    """The run's nodes with their flags and current decisions, updated as nodes are added or move."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[str, NodeView] = {}
+        self._seq: dict[str, int] = {}
+        self._kids: dict[str, _Kids] = {}
+        self._dependents: dict[str, list[str]] = {}
+        self._flags: dict[str, tuple[bool, bool, bool]] = {}
+        self._dirty: set[str] = set()
+        self._decisions: dict[str, Decision] = {}
+        self._order: list[tuple[int, str]] = []  # (seq, id) of nodes holding a decision, ascending (F-24)
+        self._halting = False
+        self.unsettled_roots = 0
+        self.failed_roots = 0
+        self.done = 0
+        self.failed_count = 0
+
+    # ------------------------------------------------------------------ NodeFlags
+    def settled(self, node: NodeView) -> bool:
+        return self._flags[node.id][0]
+
+    def succeeded(self, node: NodeView) -> bool:
+        return self._flags[node.id][1]
+
+    def failed(self, node: NodeView) -> bool:
+        return self._flags[node.id][2]
+
+    # ------------------------------------------------------------------ changes
+    def add(self, seq: int, node: NodeView) -> None:
+        """A new node row (static at start, fan-out or spawned later); a known id is ignored (F-24)."""
+        if node.id in self.by_id:
+            return
+        self.by_id[node.id] = node
+        self._seq[node.id] = seq
+        for dep in dict.fromkeys(node.after):
+            self._dependents.setdefault(dep, []).append(node.id)
+        self._count(node.state, 1)
+        self._flags[node.id] = _ABSENT
+        self._refresh(node.id, was_present=False)  # also marks the nodes waiting for this id dirty
+
+    def set_state(self, node_id: str, state: str) -> None:
+        node = self.by_id.get(node_id)
+        if node is None or node.state == state:
+            return
+        self._count(node.state, -1)
+        self._count(state, 1)
+        self.by_id[node_id] = replace(node, state=state)
+        self._refresh(node_id, was_present=True)
+
+    def _count(self, state: str, delta: int) -> None:
+        self.done += delta if state in DONE_STATES else 0
+        self.failed_count += delta if state in COUNTED_FAILED else 0
+
+    def _refresh(self, node_id: str, *, was_present: bool) -> None:
+        """Recompute the flags of ``node_id``, then of its ancestors for as long as they change."""
+        current: str | None = node_id
+        present = was_present
+        while current is not None:
+            self._dirty.add(current)  # its own decision reads its state and its children (AGGREGATE)
+            node = self.by_id[current]
+            old = self._flags[current]
+            kids = self._kids.get(current) or _Kids()
+            settled = is_node_terminal(node.state) and kids.unsettled == 0  # F-30
+            succeeded = settled and node.state == "COMPLETED" and kids.unsucceeded == 0  # F-31
+            new = (settled, succeeded, node.state in FAILED_NODE_STATES or kids.failed > 0)  # T-1
+            if new == old and present:
+                return
+            self._flags[current] = new
+            self._dirty.update(self._dependents.get(current, ()))
+            before = old if present else _ABSENT
+            if node.parent is None:
+                self.unsettled_roots += (not new[0]) - (not before[0])
+                self.failed_roots += new[2] - before[2]
+                return
+            parent = self._kids.setdefault(node.parent, _Kids())
+            parent.unsettled += (not new[0]) - (not before[0])
+            if node.origin != FAN_OUT_ORIGIN:
+                parent.unsucceeded += (not new[1]) - (not before[1])
+                parent.failed += new[2] - before[2]
+            if node.parent not in self.by_id:
+                return  # an orphan counts toward nobody, as in ``advance``
+            current, present = node.parent, True
+
+    # ------------------------------------------------------------------ reading
+    def decisions(
+        self, *, halting: bool, limit: int, skip: Callable[[Decision], bool] = lambda _: False
+    ) -> list[Decision]:
+        """The first ``limit`` current decisions in node order that ``skip`` does not reject."""
+        self._flush(halting)
+        picked: list[Decision] = []
+        for _, node_id in self._order:
+            if len(picked) >= limit:
+                break
+            decision = self._decisions[node_id]
+            if not skip(decision):
+                picked.append(decision)
+        return picked
+
+    def state(self, *, cancelling: bool, expired: bool) -> str:
+        """F-33 with T-5, from the root counters."""
+        if self.unsettled_roots:
+            return "RUNNING"
+        if cancelling:
+            return "CANCELLED"
+        return "FAILED" if expired or self.failed_roots else "COMPLETED"
+
+    def counters(self) -> tuple[int, int, int]:
+        """``(node_total, node_done, node_failed)`` (F-26)."""
+        return len(self.by_id), self.done, self.failed_count
+
+    def _flush(self, halting: bool) -> None:
+        if halting != self._halting:
+            self._halting = halting
+            self._dirty.update(self.by_id)  # cancellation or expiry touches every node at once
+        for node_id in self._dirty:
+            node = self.by_id.get(node_id)
+            if node is None:
+                continue
+            kids = self._kids.get(node_id)
+            decision = decide(node, self, halting=halting, kids_settled=kids is None or kids.unsettled == 0)
+            self._place(node_id, decision)
+        self._dirty.clear()
+
+    def _place(self, node_id: str, decision: Decision | None) -> None:
+        key = (self._seq[node_id], node_id)
+        had = node_id in self._decisions
+        if decision is None:
+            if had:
+                del self._decisions[node_id]
+                del self._order[bisect.bisect_left(self._order, key)]
+            return
+        self._decisions[node_id] = decision
+        if not had:
+            bisect.insort(self._order, key)
+
+
+def live_progress_of(nodes: Iterable[tuple[int, NodeView]]) -> LiveProgress:
+    """A ``LiveProgress`` holding ``nodes`` (``(seq, view)`` pairs)."""
+    live = LiveProgress()
+    for seq, node in nodes:
+        live.add(seq, node)
+    return live
