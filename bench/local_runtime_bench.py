@@ -3,8 +3,13 @@
 
 1. end to end: no-op jobs enqueued, dispatched, performed, reported and COMPLETED (jobs/s);
 2. ``enqueue_many`` into a paused binding (jobs/s), against raw ``sqlite3`` ``executemany`` into the
-   same ``job`` table, with the ratio;
-3. memory: RSS of the process with 0, 10k and 100k waiting jobs.
+   same ``job`` table, with the ratios;
+3. memory: RSS of the process with 0, 10k and 100k waiting jobs;
+4. the cost of one tick that dispatches 100 jobs, with 1k and with 100k ready jobs behind it
+   (spec README decision 5: a tick costs the same at any backlog size).
+
+Every rate is given per wall second and per CPU second of this process: the machine may be shared,
+and the CPU figure does not depend on what else runs.
 
 Usage: ``.venv/bin/python bench/local_runtime_bench.py [--jobs 20000] [--backlog 100000]``
 """
@@ -26,13 +31,19 @@ from typing import Any
 import psutil
 
 from tsumugi.application import define_tsumugi
+from tsumugi.clock import FixedClock
+from tsumugi.coordinator.job_shard import JobShard
 from tsumugi.performer import JobContext, Performer
+from tsumugi.runtimes.local.queue_consumer import DEFAULT_BATCH_SIZE
 from tsumugi.runtimes.local.runtime import LocalRuntime
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
 from tsumugi.storage.shard_schema import ensure_shard_schema
+from tsumugi.testing.fakes import FakeAlarm, FakeQueue
 
 CHUNK = 1_000  # jobs per enqueue_many call, and rows per raw executemany transaction
 POLL_S = 0.02
+TICK_WINDOW = 100  # jobs one measured tick dispatches (the policy's concurrency)
+TICK_SAMPLES = 20  # measured ticks per backlog size; the median is reported
 
 
 class Noop(Performer):
@@ -84,20 +95,24 @@ async def end_to_end(jobs: int, batch_size: int, state_dir: Path) -> tuple[float
     return jobs / elapsed, jobs / cpu
 
 
-async def enqueue_rate(backlog: int, state_dir: Path) -> tuple[float, list[tuple[int, float]]]:
-    """Enqueue ``backlog`` jobs into the paused binding; returns jobs/s and (waiting, RSS MiB) samples."""
+async def enqueue_rate(backlog: int, state_dir: Path) -> tuple[float, float, list[tuple[int, float]]]:
+    """Enqueue ``backlog`` jobs into the paused binding.
+
+    Returns jobs per wall second and per CPU second inside ``enqueue_many``, and (waiting, RSS MiB) samples.
+    """
     runtime = LocalRuntime(APP, state_dir, exports={"Parked": Parked})
     await runtime.start()
     process = psutil.Process()
     samples = [(0, process.memory_info().rss / 2**20)]
-    spent = 0.0
+    spent = cpu = 0.0
     for offset in range(0, backlog, CHUNK):
         inputs = [
             {"binding": "Parked", "payload": {"n": n}} for n in range(offset, min(backlog, offset + CHUNK))
         ]
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         await APP.enqueue_many(runtime.env, inputs)
         spent += time.perf_counter() - started
+        cpu += time.process_time() - cpu_started
         await asyncio.sleep(0)  # let the ticks the enqueues armed run (projection), outside the timing
         waiting = offset + len(inputs)
         if waiting in (10_000, backlog):
@@ -105,10 +120,10 @@ async def enqueue_rate(backlog: int, state_dir: Path) -> tuple[float, list[tuple
             gc.collect()
             samples.append((waiting, process.memory_info().rss / 2**20))
     await runtime.stop()
-    return backlog / spent, samples
+    return backlog / spent, backlog / cpu, samples
 
 
-def raw_executemany_rate(rows: int, path: Path) -> float:
+def raw_executemany_rate(rows: int, path: Path) -> tuple[float, float]:
     """Raw sqlite3 inserts of equivalent rows into the shard's ``job`` table, one transaction per chunk."""
     ensure_shard_schema(SqliteExecutor(path))
     db = sqlite3.connect(path, isolation_level=None)
@@ -120,9 +135,9 @@ def raw_executemany_rate(rows: int, path: Path) -> float:
     )
     sql = f"INSERT INTO job ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     backoff = '{"kind":"exponential","baseMs":1000,"factor":2,"maxMs":3600000,"jitter":true}'
-    spent = 0.0
+    spent = cpu = 0.0
     for offset in range(0, rows, CHUNK):
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         now_ms = time.time_ns() // 1_000_000
         batch = [
             (
@@ -149,32 +164,88 @@ def raw_executemany_rate(rows: int, path: Path) -> float:
         db.executemany(sql, batch)
         db.execute("COMMIT")
         spent += time.perf_counter() - started
+        cpu += time.process_time() - cpu_started
     db.close()
-    return rows / spent
+    return rows / spent, rows / cpu
+
+
+async def tick_cost(ready: int, path: Path) -> tuple[float, float, int]:
+    """A tick that dispatches ``TICK_WINDOW`` jobs with ``ready`` jobs ready: median wall ms, CPU ms and
+    SQLite VM instructions (counted in hundreds: exact, and independent of the machine's load).
+
+    The engine alone, on a shard file: each measured tick starts with an empty outbox and nothing in
+    flight, so it does the same work whatever the backlog; only the backlog size differs.
+    """
+    clock = FixedClock(1_700_000_000_000)
+    sql = SqliteExecutor(path)
+    vm_steps = [0]
+
+    def count_step() -> int:
+        vm_steps[0] += 1
+        return 0  # go on
+
+    alarm, queue = FakeAlarm(), FakeQueue()
+    shard = JobShard("Tick#0", sql, clock=clock, alarm=alarm, queue=queue)
+    settings = {"policy": {"concurrency": TICK_WINDOW}}
+    for offset in range(0, ready, CHUNK):
+        items = [{"binding": "Tick", "payload": {"n": n}} for n in range(offset, min(ready, offset + CHUNK))]
+        await shard.enqueue_many(items, settings)
+    walls: list[float] = []
+    cpus: list[float] = []
+    steps: list[int] = []
+    sql.set_progress_handler(count_step, 100)
+    for _ in range(TICK_SAMPLES):
+        sql.execute("DELETE FROM outbox")  # the projection is measured end to end, not here
+        clock.set(clock.now() + 1)
+        started, cpu_started, steps_before = time.perf_counter(), time.process_time(), vm_steps[0]
+        await shard.alarm()
+        walls.append(time.perf_counter() - started)
+        cpus.append(time.process_time() - cpu_started)
+        steps.append(vm_steps[0] - steps_before)
+        done = {"ok": True, "result": None, "attempt": 1}
+        # Outside the timing: complete them, so the next tick again finds nothing in flight, and enqueue
+        # as many again, so the backlog stays at ``ready``.
+        await shard.report_many([(message["jobId"], done) for message in queue.take()])
+        more = [{"binding": "Tick", "payload": {"n": n}} for n in range(TICK_WINDOW)]
+        await shard.enqueue_many(more, settings)
+    sql.close()
+    middle = TICK_SAMPLES // 2
+    return sorted(walls)[middle] * 1000, sorted(cpus)[middle] * 1000, sorted(steps)[middle] * 100
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=20_000, help="no-op jobs for the end-to-end run")
     parser.add_argument("--backlog", type=int, default=100_000, help="waiting jobs for enqueue and memory")
-    parser.add_argument("--batch-size", type=int, default=100, help="queue consumer batch size")
+    parser.add_argument(
+        "--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="queue consumer batch size"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tsumugi-bench-") as scratch:
         root = Path(scratch)
         e2e, e2e_cpu = await end_to_end(args.jobs, args.batch_size, root / "e2e")
-        enqueue, samples = await enqueue_rate(args.backlog, root / "backlog")
-        raw = raw_executemany_rate(args.backlog, root / "raw.sqlite3")
+        enqueue, enqueue_cpu, samples = await enqueue_rate(args.backlog, root / "backlog")
+        raw, raw_cpu = raw_executemany_rate(args.backlog, root / "raw.sqlite3")
+        ticks = [(n, *await tick_cost(n, root / f"tick{n}.sqlite3")) for n in (1_000, args.backlog)]
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     platform = f"python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, {os.cpu_count()} cpus"
     print(f"{platform}, load average {load}")
     print(f"end to end, no-op jobs:       {e2e:10,.0f} jobs/s  ({args.jobs:,} jobs, batch {args.batch_size})")
-    print(f"  per CPU second:             {e2e_cpu:10,.0f} jobs/s  (load-independent)")
+    print(f"  per CPU second:             {e2e_cpu:10,.0f} jobs/s")
     print(f"enqueue_many (chunks of {CHUNK}): {enqueue:10,.0f} jobs/s  ({args.backlog:,} jobs)")
+    print(f"  per CPU second:             {enqueue_cpu:10,.0f} jobs/s")
     print(f"raw sqlite3 executemany:      {raw:10,.0f} rows/s")
-    print(f"enqueue_many / raw:           {enqueue / raw:10.1%}")
-    print(f"end to end / raw:             {e2e / raw:10.1%}")
+    print(f"  per CPU second:             {raw_cpu:10,.0f} rows/s")
+    print(
+        f"enqueue_many / raw:           {enqueue / raw:10.1%}  (per CPU second: {enqueue_cpu / raw_cpu:.1%})"
+    )
+    print(f"end to end / raw:             {e2e / raw:10.1%}  (per CPU second: {e2e_cpu / raw_cpu:.1%})")
     for waiting, rss in samples:
         print(f"RSS with {waiting:>7,} waiting jobs: {rss:8.1f} MiB")
+    print(f"(ticks: median of {TICK_SAMPLES})")
+    for ready, wall_ms, cpu_ms, steps in ticks:
+        label = f"tick dispatching {TICK_WINDOW} of {ready:>7,} ready:"
+        print(f"{label} {wall_ms:6.2f} ms  ({cpu_ms:.2f} ms CPU, {steps:,} SQLite VM steps)")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from tsumugi.core.config import BindingConfig, Policy, binding_config_from
-from tsumugi.core.config_checks import from_mapping
+from tsumugi.core.config_checks import camel_case, from_mapping
 from tsumugi.core.ids import resolve_shard, shard_name, validate_binding
 from tsumugi.core.options import (
     OnEnqueue,
@@ -113,8 +113,21 @@ class ShardHandle:
     async def mutate_many(self, action: str, job_ids: Sequence[str]) -> JsonDict:
         return await self.stub.mutate_many(action, job_ids)
 
-    async def update_policy(self, patch: JsonDict) -> JsonDict:
-        return await self.stub.update_policy(patch)
+    async def update_policy(self, patch: Mapping[str, Any]) -> JsonDict:
+        """Change only the given policy fields and pin (J-176); a bad value raises and changes nothing.
+
+        ``patch`` takes snake_case or camelCase fields; None reverts a field to its default.
+        """
+        given = from_mapping("update_policy", patch, Policy.__dataclass_fields__)
+        checked = Policy(**{name: value for name, value in given.items() if value is not None})
+        if checked.has_override_functions:
+            raise InvalidConfigError("update_policy takes per-key overrides as mappings, not functions")
+        full = checked.to_wire()
+        wire = {
+            camel_case(name): None if value is None else full.get(camel_case(name))
+            for name, value in given.items()
+        }
+        return await self.stub.update_policy(wire)
 
     async def reset_policy(self, settings: JsonDict | None = None) -> JsonDict:
         return await self.stub.reset_policy(settings)
@@ -232,6 +245,8 @@ class JobClient:
 
     def shard_for(self, env: Any, binding: str, partition_key: str | None = None) -> ShardHandle:
         """The shard a job of ``binding`` with ``partition_key`` goes to (J-203a); no startup check."""
+        if self._known is not None and binding not in self._known:
+            raise ConfigurationError(f"unknown binding: {binding}")  # ADR-0058, like the typed enqueue
         route = self._routes.get(binding, self._default_route)
         index = resolve_shard(validate_binding(binding), route.config.shards, partition_key)
         return ShardHandle(_namespace(env).get(shard_name(binding, index)), self._extra)

@@ -90,6 +90,28 @@ class JobShard:
         if arm_at is not None:
             await self.ctx.arm(arm_at)
 
+    async def report_many(self, reports: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """Apply several reports in one transaction, as if ``report`` ran for each in turn (ADR-0106).
+
+        Only the local runtime calls it, batching reports that arrive while the shard is busy. If it
+        raises, nothing was applied.
+        """
+        ctx = self.ctx
+        now = ctx.clock.now()
+
+        def run() -> int | None:
+            # One read for the whole group; a job reported twice is read again for its second report.
+            rows = {row["id"]: row for row in ctx.jobs.get_many(dict.fromkeys(j for j, _ in reports))}
+            arms = [
+                apply_report(ctx, job_id, outcome, now, rows.pop(job_id, None)) for job_id, outcome in reports
+            ]
+            present = [at for at in arms if at is not None]
+            return min(present) if present else None
+
+        arm_at = ctx.sql.transaction(run)
+        if arm_at is not None:
+            await ctx.arm(arm_at)
+
     async def heartbeat(
         self, job_id: str, progress: Any = None, attempt: int | None = None
     ) -> dict[str, Any]:

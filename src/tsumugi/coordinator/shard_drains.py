@@ -29,7 +29,11 @@ async def project(ctx: ShardContext) -> bool:
         return False
     rows = {row["id"]: row for row in ctx.jobs.get_many(job_ids)}
     versions = {job_id: (rows[job_id]["version"] if job_id in rows else None) for job_id in job_ids}
-    snaps = [snapshot(row, ctx.attempts.newest(row["id"])) for row in rows.values()]
+    # A job that never finished an attempt has no attempt rows: they are written only by a report,
+    # with the job's attempts (never lowered, J-93, J-132) raised in the same transaction (ADR-0105).
+    snaps = [
+        snapshot(row, ctx.attempts.newest(row["id"]) if row["attempts"] else []) for row in rows.values()
+    ]
     if ctx.read_model is not None:
         await ctx.read_model.upsert_jobs(snaps)
     # A job changed during the await keeps its dirty mark: its version moved on (ADR-0042).

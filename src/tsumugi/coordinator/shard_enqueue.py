@@ -16,6 +16,7 @@ DEFAULT_MAX_ATTEMPTS: Final = 3
 DEFAULT_TIMEOUT_MS: Final = 60_000  # J-110
 DEFAULT_GUARANTEE: Final = "at-least-once"  # J-106
 DEFAULT_UNIQUE_FOR_MS: Final = 86_400_000  # 24 h reservation (5.2)
+_DEFAULT_BACKOFF_TEXT: Final = jsonwire.dumps(DEFAULT_BACKOFF)  # encoded once, not per job (ADR-0105)
 
 
 def _opt(item: Mapping[str, Any], key: str, default: Any) -> Any:
@@ -25,15 +26,22 @@ def _opt(item: Mapping[str, Any], key: str, default: Any) -> Any:
 
 
 def enqueue_batch(ctx: ShardContext, inputs: list[Mapping[str, Any]], now_ms: int) -> list[str]:
-    """Apply one ``enqueue_many`` group in one pass; returns ids in input order (J-22, J-39)."""
+    """Apply one ``enqueue_many`` group in one pass; returns ids in input order (J-22, J-39).
+
+    The rows are inserted together at the end, with one prepared statement (ADR-0105).
+    """
     out: list[str] = []
+    rows: list[tuple[JobRow, int, float]] = []
+    new_ids: set[str] = set()
+    id_prefix = ids.shard_name(ctx.binding, ctx.shard_index) + ":"  # J-12, validated once per batch
+    fresh_ids = iter(ids.new_local_ids(len(inputs)))
     expired_swept = False
     for item in inputs:
         given_id = item.get("id")
-        if given_id is not None and ctx.jobs.exists(given_id):  # J-38: idempotent node enqueue
-            out.append(given_id)
+        if given_id is not None and (given_id in new_ids or ctx.jobs.exists(given_id)):
+            out.append(given_id)  # J-38: idempotent node enqueue, within the batch too
             continue
-        job_id = given_id or ids.format_job_id(ctx.binding, ctx.shard_index, ids.new_local_id())
+        job_id = given_id or id_prefix + next(fresh_ids)
         unique_key = item.get("uniqueKey")
         if unique_key is not None:
             if not expired_swept:  # J-33: expired reservations go first
@@ -46,8 +54,10 @@ def enqueue_batch(ctx: ShardContext, inputs: list[Mapping[str, Any]], now_ms: in
                 continue
         job = new_job_row(ctx.binding, job_id, item, now_ms)
         ready, lane_at = scheduled_lane(job["run_after"], job["priority"], now_ms)
-        ctx.jobs.insert(job, ready, lane_at)
+        rows.append((job, ready, lane_at))
+        new_ids.add(job_id)
         out.append(job_id)
+    ctx.jobs.insert_many(rows)
     return out
 
 
@@ -57,6 +67,10 @@ def _payload_text(payload: Any) -> str:
         return jsonwire.dumps(payload)
     except (TypeError, ValueError) as exc:
         raise EnqueueError(f"payload is not JSON-serializable: {exc}") from exc
+
+
+def _backoff_text(backoff: Any) -> str:
+    return _DEFAULT_BACKOFF_TEXT if backoff is None else jsonwire.dumps(backoff)  # J-28: None -> default
 
 
 def new_job_row(binding: str, job_id: str, item: Mapping[str, Any], now_ms: int) -> JobRow:
@@ -77,7 +91,7 @@ def new_job_row(binding: str, job_id: str, item: Mapping[str, Any], now_ms: int)
         "unique_key": item.get("uniqueKey"),
         "guarantee": _opt(item, "guarantee", DEFAULT_GUARANTEE),
         "timeout_ms": int(_opt(item, "timeoutMs", DEFAULT_TIMEOUT_MS)),
-        "backoff": jsonwire.dumps(_opt(item, "backoff", DEFAULT_BACKOFF)),
+        "backoff": _backoff_text(item.get("backoff")),
         "run_after": run_after,
         "created_at": now_ms,
         "updated_at": now_ms,

@@ -14,11 +14,22 @@ from tsumugi.coordinator.terminal_events import EXPIRED_ERROR
 from tsumugi.core import jsonwire
 from tsumugi.core.outcome import ReportedJob, decide_report, is_stale
 from tsumugi.core.progress import normalize_progress
+from tsumugi.storage.job_rows import JobRow
 
 
-def apply_report(ctx: ShardContext, job_id: str, outcome: Mapping[str, Any], now_ms: int) -> int | None:
-    """Apply one attempt's outcome; ignored when not in flight or stale (J-115, ADR-0046)."""
-    job = ctx.jobs.get(job_id)
+def apply_report(
+    ctx: ShardContext,
+    job_id: str,
+    outcome: Mapping[str, Any],
+    now_ms: int,
+    job: JobRow | None = None,
+) -> int | None:
+    """Apply one attempt's outcome; ignored when not in flight or stale (J-115, ADR-0046).
+
+    ``job``: the job's current row when the caller already read it (``report_many``, ADR-0106).
+    """
+    if job is None:
+        job = ctx.jobs.get(job_id)
     if job is None:
         return None
     reported = ReportedJob(

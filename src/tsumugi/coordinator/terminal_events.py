@@ -17,6 +17,9 @@ def record_terminal_events(
 ) -> None:
     """Write the run event and the notices of a job that just reached a terminal state."""
     state = job["state"]
+    failure_target, settled_target = _notice_targets(ctx, job)
+    if job["run_id"] is None and failure_target is None and settled_target is None:
+        return  # nothing to write, so the last error need not be read (ADR-0105)
     last_error = error if error is not None else ctx.attempts.last_error(job["id"])
     if job["run_id"] is not None:
         event: dict[str, Any] = {
@@ -29,38 +32,43 @@ def record_terminal_events(
         if spawns and state == "COMPLETED":
             event["spawns"] = spawns
         ctx.events.add_run_event(job["run_id"], event)
-    _record_notices(ctx, job, now_ms, last_error)
-
-
-def _record_notices(ctx: ShardContext, job: JobRow, now_ms: int, error: str | None) -> None:
-    settings = ctx.settings
-    state = job["state"]
-    binding = job["binding"]
     base = {
         "jobId": job["id"],
-        "binding": binding,
+        "binding": job["binding"],
         "state": state,
         "attempts": job["attempts"],
         "maxAttempts": job["max_attempts"],
         "runId": job["run_id"],
         "nodeId": job["node_id"],
     }
-    on_failure = settings.on_failure
-    if on_failure and state in FAILURE_STATES and binding != on_failure:  # J-180: no loops
-        _add(ctx, on_failure, {**base, "error": error, "failedAt": now_ms})
-    on_settled = settings.on_settled
-    if (
-        on_settled is not None
-        and state in on_settled.states
-        and binding not in (on_settled.binding, on_failure)  # J-180a
-    ):
+    if failure_target is not None:
+        _add(ctx, failure_target, {**base, "error": last_error, "failedAt": now_ms})
+    if settled_target is not None:
         settled = {
             **base,
-            "error": error if state in FAILURE_STATES else None,
+            "error": last_error if state in FAILURE_STATES else None,
             "result": jsonwire.loads(job["result"]) if state == "COMPLETED" and job["result"] else None,
             "settledAt": now_ms,
         }
-        _add(ctx, on_settled.binding, settled)
+        _add(ctx, settled_target, settled)
+
+
+def _notice_targets(ctx: ShardContext, job: JobRow) -> tuple[str | None, str | None]:
+    """The bindings that get an ``onFailure`` and an ``onSettled`` notice of ``job`` (or None)."""
+    settings = ctx.settings
+    state, binding = job["state"], job["binding"]
+    on_failure, on_settled = settings.on_failure, settings.on_settled
+    failure: str | None = None
+    if on_failure and state in FAILURE_STATES and binding != on_failure:  # J-180: no loops
+        failure = on_failure
+    settled: str | None = None
+    if (
+        on_settled is not None
+        and state in on_settled.states
+        and binding not in (on_settled.binding, on_failure)
+    ):
+        settled = on_settled.binding  # J-180a
+    return failure, settled
 
 
 def _add(ctx: ShardContext, target: str, payload: dict[str, Any]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import re
 import secrets
+import time
 from typing import Final, NamedTuple
 
 from tsumugi.core.jsonwire import quote
@@ -18,8 +19,12 @@ _FNV_OFFSET: Final = 0x811C9DC5  # 32-bit FNV-1a offset basis (J-18)
 _FNV_PRIME: Final = 0x01000193  # 32-bit FNV prime
 _MASK32: Final = 0xFFFFFFFF
 
-_LOWER: Final = "abcdefghijklmnopqrstuvwxyz"
 LOCAL_ID_LENGTH: Final = 24  # the cuid2 default length the original generates (J-15)
+# Base32 digit values mapped to characters in ASCII order ("2" < "7" < "a" < "z"), so ids sort by value.
+_SORTED_BASE32: Final = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "234567abcdefghijklmnopqrstuvwxyz")
+# The stamp is 43 bits of milliseconds (278 years) plus 6 << 43, so its first digit is a letter (J-15).
+_STAMP_SPAN: Final = 1 << 43
+_STAMP_BASE: Final = 6 << 43
 
 
 class ParsedJobId(NamedTuple):
@@ -53,14 +58,23 @@ def validate_local_id(local_id: str) -> str:
 
 
 def new_local_id() -> str:
-    """A fresh local id shaped like cuid2: 24 chars, lowercase letters and digits, a letter first.
+    """A fresh local id shaped like cuid2 (J-15): 24 chars, lowercase letters and digits, a letter first.
 
-    15 random bytes in base32 are exactly 24 characters of ``a-z2-7`` (119 random bits once the first
-    is forced to a letter); one call to the OS generator instead of 24 keeps enqueue cheap.
+    ADR-0107: the first 48 bits are the time in milliseconds and the alphabet is in ASCII order, so ids
+    sort by creation time. A shard's job table is keyed by id: new rows then land on the last page and
+    the jobs a tick dispatches sit on a few neighbouring pages, instead of one random page per job.
+    The other 72 bits are random. 15 bytes in base32 are exactly 24 characters.
     """
-    raw = secrets.token_bytes(16)
-    body = base64.b32encode(raw[:15]).decode("ascii").lower()
-    return _LOWER[raw[15] % 26] + body[1:]
+    return new_local_ids(1)[0]
+
+
+def new_local_ids(count: int) -> list[str]:
+    """``count`` fresh local ids (``new_local_id``), with one call to the OS generator and one encoding."""
+    stamp = ((time.time_ns() // 1_000_000) % _STAMP_SPAN + _STAMP_BASE).to_bytes(6, "big")
+    random_bytes = secrets.token_bytes(9 * count)
+    raw = b"".join(stamp + random_bytes[at : at + 9] for at in range(0, 9 * count, 9))
+    text = base64.b32encode(raw).decode("ascii").translate(_SORTED_BASE32)
+    return [text[at : at + LOCAL_ID_LENGTH] for at in range(0, LOCAL_ID_LENGTH * count, LOCAL_ID_LENGTH)]
 
 
 def shard_name(binding: str, shard: int) -> str:

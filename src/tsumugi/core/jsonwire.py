@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, Final
 
 _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+_AS_IS: Final = frozenset({str, int, bool, type(None)})  # exact types JSON prints as JS does
+
+
 def _js_safe(value: Any) -> Any:
     """Replace what JS JSON.stringify would print differently: NaN/Inf -> None, 1.0 -> 1."""
+    if type(value) in _AS_IS:  # the common leaves first, without the isinstance chain (ADR-0105)
+        return value
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             return None

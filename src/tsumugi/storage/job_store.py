@@ -5,12 +5,14 @@ Every change bumps ``version`` (the snapshot ``seq``) and marks the job dirty in
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tsumugi.ports import SqlExecutor, SqlValue
 from tsumugi.storage.job_rows import JOB_COLUMNS, JOB_SELECT, JobRow, chunks, job_from_row, seq_floor
 
+_values = operator.itemgetter(*JOB_COLUMNS)  # a row's values in column order, in C
 _INSERT = f"INSERT INTO job (ready, lane_at, {JOB_SELECT}) VALUES ({', '.join('?' * (len(JOB_COLUMNS) + 2))})"
 
 
@@ -46,8 +48,18 @@ class JobStore:
 
     # ------------------------------------------------------------------ writes
     def insert(self, job: JobRow, ready: int, lane_at: float) -> None:
-        self.sql.execute(_INSERT, (ready, lane_at, *(job[c] for c in JOB_COLUMNS)))
+        self.sql.execute(_INSERT, (ready, lane_at, *_values(job)))
         self.mark_dirty(job["id"])
+
+    def insert_many(self, rows: list[tuple[JobRow, int, float]]) -> None:
+        """Insert ``(job, ready, lane_at)`` rows and mark them dirty: one statement each (ADR-0105)."""
+        if not rows:
+            return
+        self.sql.execute_many(_INSERT, [(ready, lane_at, *_values(job)) for job, ready, lane_at in rows])
+        self.mark_dirty_many([job["id"] for job, _, _ in rows])
+
+    def mark_dirty_many(self, job_ids: list[str]) -> None:
+        self.sql.execute_many("INSERT OR IGNORE INTO outbox (job_id) VALUES (?)", [(i,) for i in job_ids])
 
     def mark_dirty(self, job_id: str) -> None:
         """Add to the outbox dirty set; free when already dirty (ADR-0042)."""
@@ -110,17 +122,16 @@ class JobStore:
 
     def clear_dirty(self, projected: Mapping[str, int | None]) -> None:
         """Remove projected ids unless the job changed again since (its version moved on)."""
-        for job_id, version in projected.items():
-            if version is None:
-                self.sql.execute(
-                    "DELETE FROM outbox WHERE job_id = ? AND NOT EXISTS (SELECT 1 FROM job WHERE id = ?)",
-                    (job_id, job_id),
-                )
-            else:
-                self.sql.execute(
-                    "DELETE FROM outbox WHERE job_id = ? AND (SELECT version FROM job WHERE id = ?) = ?",
-                    (job_id, job_id, version),
-                )
+        gone = [(job_id, job_id) for job_id, version in projected.items() if version is None]
+        kept = [(job_id, job_id, version) for job_id, version in projected.items() if version is not None]
+        if gone:
+            self.sql.execute_many(
+                "DELETE FROM outbox WHERE job_id = ? AND NOT EXISTS (SELECT 1 FROM job WHERE id = ?)", gone
+            )
+        if kept:
+            self.sql.execute_many(
+                "DELETE FROM outbox WHERE job_id = ? AND (SELECT version FROM job WHERE id = ?) = ?", kept
+            )
 
     def is_dirty(self, job_id: str) -> bool:
         return bool(self.sql.execute("SELECT 1 FROM outbox WHERE job_id = ?", (job_id,)))

@@ -133,8 +133,10 @@ class LaneQueries:
         return int(rows[0][0])  # type: ignore[arg-type]
 
     def key_in_flight(self) -> dict[str, int]:
+        # INDEXED BY: without statistics the planner walks every in-flight job through job_lane instead
+        # of the partial index that holds only the keyed ones (ADR-0105).
         rows = self.sql.execute(
-            "SELECT concurrency_key, count(*) FROM job "
+            "SELECT concurrency_key, count(*) FROM job INDEXED BY job_key_in_flight "
             "WHERE concurrency_key IS NOT NULL AND state IN ('QUEUED', 'RUNNING') GROUP BY concurrency_key"
         )
         return {str(k): int(n) for k, n in rows}  # type: ignore[arg-type]

@@ -2,18 +2,21 @@
 
 A Durable Object runs one event at a time (its input gate). Locally every coordinator gets an
 ``asyncio.Lock``; every RPC and every alarm tick runs under it, so the coordinator's
-check-then-act logic never interleaves, even across ``await`` (ADR-0050).
+check-then-act logic never interleaves, even across ``await`` (ADR-0050). While a coordinator waits on
+a call into another one, its own lock is free, as a Durable Object's input gate opens during an
+outgoing call; so a shard notifying a run while the run enqueues into that shard cannot deadlock
+(ADR-0102).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 from asyncio import Lock
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from urllib.parse import quote, unquote
 
 from tsumugi.clock import Clock
@@ -22,14 +25,66 @@ from tsumugi.runtimes.local.durable_alarms import DurableAlarms
 from tsumugi.runtimes.local.local_alarm import LocalAlarm
 
 log = logging.getLogger("tsumugi.local")
+T = TypeVar("T")
 
 ALARM_RETRY_FIRST_MS = 2_000  # a Durable Object retries a failed alarm after about 2 s, then backs off
 ALARM_RETRY_MAX_MS = 60_000  # ADR-0052: keep retrying locally, at most a minute apart, never give up
 FILE_SUFFIX = ".sqlite3"
 
-# Names of the coordinators whose lock the current task holds: a coordinator that calls itself
-# (directly or through another one) re-enters instead of deadlocking.
-_held: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("tsumugi_held", default=frozenset())
+
+class _Gate:
+    """One hold of a coordinator's lock by one task; released while that task calls another coordinator."""
+
+    __slots__ = ("holding", "slot", "task")
+
+    def __init__(self, slot: _Slot) -> None:
+        self.slot = slot
+        self.holding = False
+        self.task = asyncio.current_task()
+
+    async def __aenter__(self) -> _Gate:
+        await self.slot.lock.acquire()
+        self.holding = True
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self.holding:
+            self.holding = False
+            self.slot.lock.release()
+
+    def open(self) -> None:
+        self.holding = False
+        self.slot.lock.release()
+
+    async def close(self) -> None:
+        await self.slot.lock.acquire()
+        self.holding = True
+
+
+# The gate the current task holds: a coordinator that calls itself re-enters instead of deadlocking.
+_gate: contextvars.ContextVar[_Gate | None] = contextvars.ContextVar("tsumugi_gate", default=None)
+
+
+def _current() -> _Gate | None:
+    """The current task's gate; a task started inside a coordinator's turn inherits none of it."""
+    gate = _gate.get()
+    return gate if gate is not None and gate.task is asyncio.current_task() else None
+
+
+async def pause_turn(seconds: float) -> None:
+    """Let other calls into the current task's coordinator run for ``seconds``, then take the turn back.
+
+    Outside a coordinator's turn this only sleeps (ADR-0103: pacing costly run ticks).
+    """
+    gate = _current()
+    if gate is None:
+        await asyncio.sleep(seconds)
+        return
+    gate.open()
+    try:
+        await asyncio.sleep(seconds)
+    finally:
+        await gate.close()
 
 
 class Coordinator(Protocol):
@@ -43,7 +98,7 @@ class CoordinatorFactory(Protocol):
 
 
 class _Slot:
-    __slots__ = ("coordinator", "failures", "key", "lock", "sql")
+    __slots__ = ("coordinator", "failures", "key", "lock", "sql", "ticking")
 
     def __init__(self, key: str, coordinator: Any, sql: SqlExecutor) -> None:
         self.key = key
@@ -51,6 +106,7 @@ class _Slot:
         self.sql = sql
         self.lock = Lock()
         self.failures = 0
+        self.ticking = False  # a tick is running, perhaps waiting on another coordinator (ADR-0102)
 
 
 class SerialCoordinators:
@@ -91,33 +147,59 @@ class SerialCoordinators:
 
     async def call(self, name: str, method: str, *args: Any, **kwargs: Any) -> Any:
         """Call ``method`` on the named coordinator while holding its lock."""
+        return await self.call_with(name, lambda coordinator: getattr(coordinator, method)(*args, **kwargs))
+
+    def holds(self, name: str) -> bool:
+        """Whether the current task already holds the named coordinator's lock (a re-entrant call)."""
+        caller = _current()
+        return caller is not None and caller.holding and caller.slot.key == self.alarm_key(name)
+
+    async def call_with(self, name: str, fn: Callable[[Any], Awaitable[T]]) -> T:
+        """Run ``fn(coordinator)`` while holding its lock, like ``call`` (ADR-0106: report batching).
+
+        A call from inside another coordinator's turn frees that coordinator's lock until it returns
+        (ADR-0102); a coordinator calling itself re-enters.
+        """
         slot = self._slot(name)
-        bound = getattr(slot.coordinator, method)
-        if slot.key in _held.get():
-            return await bound(*args, **kwargs)
-        async with slot.lock:
-            with _holding(slot.key):
-                return await bound(*args, **kwargs)
+        caller = _current()
+        if caller is not None and caller.slot is slot:
+            return await fn(slot.coordinator)
+        if caller is not None:
+            caller.open()
+        try:
+            async with _Gate(slot) as gate:
+                token = _gate.set(gate)
+                try:
+                    return await fn(slot.coordinator)
+                finally:
+                    _gate.reset(token)
+        finally:
+            if caller is not None:
+                await caller.close()
 
     async def run_alarm(self, name: str) -> None:
         """Fire the coordinator's alarm if it is still due; a failing tick is retried later (ADR-0052)."""
         slot = self._slot(name)
-        async with slot.lock:
+        async with _Gate(slot) as gate:
             at_ms = self._alarms.get(slot.key)
             now_ms = self._clock.now()
-            if at_ms is None or at_ms > now_ms:
-                return
+            if at_ms is None or at_ms > now_ms or slot.ticking:
+                return  # not due, or the running tick's alarm loop picks the instant up when it ends
             self._alarms.delete(slot.key)  # a DO alarm is cleared when it fires; the tick may set a new one
-            with _holding(slot.key):
-                try:
-                    await slot.coordinator.alarm()
-                    slot.failures = 0
-                except Exception:
-                    slot.failures += 1
-                    delay_ms = min(ALARM_RETRY_MAX_MS, ALARM_RETRY_FIRST_MS * 2 ** (slot.failures - 1))
-                    log.exception("tsumugi: alarm failed for %s; retrying in %d ms", name, delay_ms)
-                    if self._alarms.get(slot.key) is None:
-                        self._alarms.set(slot.key, now_ms + delay_ms)
+            token = _gate.set(gate)
+            slot.ticking = True
+            try:
+                await slot.coordinator.alarm()
+                slot.failures = 0
+            except Exception:
+                slot.failures += 1
+                delay_ms = min(ALARM_RETRY_MAX_MS, ALARM_RETRY_FIRST_MS * 2 ** (slot.failures - 1))
+                log.exception("tsumugi: alarm failed for %s; retrying in %d ms", name, delay_ms)
+                if self._alarms.get(slot.key) is None:
+                    self._alarms.set(slot.key, now_ms + delay_ms)
+            finally:
+                slot.ticking = False
+                _gate.reset(token)
 
     def close(self) -> None:
         """Close every opened coordinator's SQL executor (if it can be closed)."""
@@ -136,12 +218,3 @@ class SerialCoordinators:
             coordinator = self._factory(name, sql, LocalAlarm(key, self._alarms))
             slot = self._slots[name] = _Slot(key, coordinator, sql)
         return slot
-
-
-@contextmanager
-def _holding(key: str) -> Iterator[None]:
-    token = _held.set(_held.get() | {key})
-    try:
-        yield
-    finally:
-        _held.reset(token)

@@ -6,24 +6,27 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from tsumugi.ports import JsonDict
+from tsumugi.runtimes.local.report_batching import ReportBatcher
 from tsumugi.runtimes.local.serial_coordinators import SerialCoordinators
 
 
 class SerialShardStub:
     """A Durable Object stub for one job shard: every RPC waits its turn on the shard's lock (ADR-0050)."""
 
-    __slots__ = ("_coordinators", "name")
+    __slots__ = ("_coordinators", "_reports", "name")
 
     def __init__(self, coordinators: SerialCoordinators, name: str) -> None:
         self._coordinators = coordinators
         self.name = name
+        self._reports = ReportBatcher(coordinators, name)
 
     async def enqueue_many(self, inputs: Sequence[JsonDict], settings: JsonDict | None = None) -> list[str]:
         result: list[str] = await self._coordinators.call(self.name, "enqueue_many", inputs, settings)
         return result
 
     async def report(self, job_id: str, outcome: JsonDict) -> None:
-        await self._coordinators.call(self.name, "report", job_id, outcome)
+        """Applied together with the reports that arrive while the shard is busy (ADR-0106)."""
+        await self._reports.report(job_id, outcome)
 
     async def heartbeat(self, job_id: str, progress: Any = None, attempt: int | None = None) -> JsonDict:
         result: JsonDict = await self._coordinators.call(self.name, "heartbeat", job_id, progress, attempt)

@@ -30,7 +30,8 @@ class SqliteExecutor:
     def execute(self, sql: str, params: Sequence[SqlValue] = ()) -> list[Row]:
         cursor = self._conn.execute(sql, tuple(params))
         try:
-            return [tuple(row) for row in cursor.fetchall()]
+            rows: list[Row] = cursor.fetchall()  # already tuples: no row_factory is set
+            return rows
         finally:
             cursor.close()
 
