@@ -32,10 +32,18 @@ def client(server: DevProcess) -> Iterator[httpx.Client]:
 
 
 def _job(client: httpx.Client, job_id: str) -> dict[str, Any]:
-    answer = client.get(f"/api/jobs/{path_id(job_id)}")
-    assert answer.status_code == 200, answer.text
-    job: dict[str, Any] = answer.json()["job"]
-    return job
+    """The job's detail once the read model has it (J-195: it lags the shard by about one tick)."""
+
+    def visible() -> dict[str, Any] | None:
+        answer = client.get(f"/api/jobs/{path_id(job_id)}")
+        if answer.status_code == 404:
+            return None  # not projected yet
+        assert answer.status_code == 200, answer.text
+        job: dict[str, Any] = answer.json()["job"]
+        return job
+
+    found: dict[str, Any] = wait_for(visible, DEADLINE_S, f"{job_id} in the read model")
+    return found
 
 
 def _until_state(client: httpx.Client, job_id: str, states: set[str]) -> dict[str, Any]:

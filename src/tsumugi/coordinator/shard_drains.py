@@ -9,6 +9,7 @@ from tsumugi.coordinator.shard_context import ShardContext, log
 from tsumugi.coordinator.shard_tick import TICK_ROWS
 from tsumugi.coordinator.snapshots import snapshot
 from tsumugi.core import ids
+from tsumugi.storage.event_outbox import Notice
 
 SEND_CHUNK: Final = 100  # Queue sendBatch takes at most 100 messages (J-161)
 SWEEP_MIN_WAIT_MS: Final = 1000  # J-170: a shard of only failed jobs sleeps instead of polling
@@ -69,17 +70,17 @@ async def notify_runs(ctx: ShardContext) -> tuple[bool, bool]:
 async def deliver_notices(ctx: ShardContext) -> tuple[bool, bool]:
     """Enqueue up to 200 notice jobs at their target's shard 0 (J-180b); (more remain, a failure)."""
     notices = ctx.events.notices(TICK_ROWS)
-    grouped: dict[str, list[tuple[int, str, dict[str, Any]]]] = {}
-    for seq, target, notice_id, payload in notices:
-        grouped.setdefault(target, []).append((seq, notice_id, payload))
+    grouped: dict[str, list[Notice]] = {}
+    for notice in notices:
+        grouped.setdefault(notice.target, []).append(notice)
     failed = False
     for target, items in grouped.items():
-        seqs = [seq for seq, _, _ in items]
+        seqs = [notice.seq for notice in items]
         if ctx.shards is None:
             log.error("tsumugi: cannot deliver notices to %s, JOB_SHARD is not configured", target)
             ctx.events.delete_notices(seqs)
             continue
-        inputs = [{"binding": target, "payload": payload, "id": nid} for _, nid, payload in items]
+        inputs = [_notice_input(notice) for notice in items]
         try:
             await ctx.shards.get(ids.shard_name(target, 0)).enqueue_many(inputs, None)
         except Exception:
@@ -88,6 +89,13 @@ async def deliver_notices(ctx: ShardContext) -> tuple[bool, bool]:
             continue
         ctx.events.delete_notices(seqs)
     return len(notices) >= TICK_ROWS, failed
+
+
+def _notice_input(notice: Notice) -> dict[str, Any]:
+    wire: dict[str, Any] = {"binding": notice.target, "payload": notice.payload, "id": notice.notice_id}
+    if notice.traceparent is not None:
+        wire["traceparent"] = notice.traceparent  # J-40: a notice continues the trace of its job
+    return wire
 
 
 def sweep(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:

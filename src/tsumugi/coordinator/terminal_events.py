@@ -42,7 +42,7 @@ def record_terminal_events(
         "nodeId": job["node_id"],
     }
     if failure_target is not None:
-        _add(ctx, failure_target, {**base, "error": last_error, "failedAt": now_ms})
+        _add(ctx, job, failure_target, {**base, "error": last_error, "failedAt": now_ms})
     if settled_target is not None:
         settled = {
             **base,
@@ -50,7 +50,7 @@ def record_terminal_events(
             "result": jsonwire.loads(job["result"]) if state == "COMPLETED" and job["result"] else None,
             "settledAt": now_ms,
         }
-        _add(ctx, settled_target, settled)
+        _add(ctx, job, settled_target, settled)
 
 
 def _notice_targets(ctx: ShardContext, job: JobRow) -> tuple[str | None, str | None]:
@@ -71,7 +71,7 @@ def _notice_targets(ctx: ShardContext, job: JobRow) -> tuple[str | None, str | N
     return failure, settled
 
 
-def _add(ctx: ShardContext, target: str, payload: dict[str, Any]) -> None:
+def _add(ctx: ShardContext, job: JobRow, target: str, payload: dict[str, Any]) -> None:
     # A fixed id per notice makes redelivery idempotent: the target shard returns the existing job (J-38).
     notice_id = ids.format_job_id(target, 0, ids.new_local_id())
-    ctx.events.add_notice(target, notice_id, payload)
+    ctx.events.add_notice(target, notice_id, payload, job["traceparent"])  # J-40: the trace goes on

@@ -6,10 +6,20 @@ after delivery succeeded (at-least-once).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from tsumugi.core import jsonwire
 from tsumugi.ports import SqlExecutor
+
+
+class Notice(NamedTuple):
+    """A notice job waiting to be enqueued at its target (J-180b); it keeps the job's traceparent (J-40)."""
+
+    seq: int
+    target: str
+    notice_id: str
+    payload: dict[str, Any]
+    traceparent: str | None
 
 
 class EventOutbox:
@@ -28,17 +38,22 @@ class EventOutbox:
     def delete_run_events(self, seqs: list[int]) -> None:
         self.sql.execute_many("DELETE FROM run_notify WHERE seq = ?", ((s,) for s in seqs))
 
-    def add_notice(self, target: str, notice_id: str, payload: dict[str, Any]) -> None:
+    def add_notice(
+        self, target: str, notice_id: str, payload: dict[str, Any], traceparent: str | None
+    ) -> None:
         self.sql.execute(
-            "INSERT INTO notice (target, notice_id, payload) VALUES (?, ?, ?)",
-            (target, notice_id, jsonwire.dumps(payload)),
+            "INSERT INTO notice (target, notice_id, payload, traceparent) VALUES (?, ?, ?, ?)",
+            (target, notice_id, jsonwire.dumps(payload), traceparent),
         )
 
-    def notices(self, limit: int) -> list[tuple[int, str, str, dict[str, Any]]]:
+    def notices(self, limit: int) -> list[Notice]:
         rows = self.sql.execute(
-            "SELECT seq, target, notice_id, payload FROM notice ORDER BY seq LIMIT ?", (limit,)
+            "SELECT seq, target, notice_id, payload, traceparent FROM notice ORDER BY seq LIMIT ?", (limit,)
         )
-        return [(int(s), str(t), str(i), jsonwire.loads(str(p))) for s, t, i, p in rows]  # type: ignore[arg-type]
+        return [
+            Notice(int(s), str(t), str(i), jsonwire.loads(str(p)), None if tp is None else str(tp))  # type: ignore[arg-type]
+            for s, t, i, p, tp in rows
+        ]
 
     def delete_notices(self, seqs: list[int]) -> None:
         self.sql.execute_many("DELETE FROM notice WHERE seq = ?", ((s,) for s in seqs))

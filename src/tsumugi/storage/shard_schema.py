@@ -67,7 +67,8 @@ SHARD_DDL: Final[tuple[str, ...]] = (
     "CREATE TABLE IF NOT EXISTS run_notify ("
     "seq INTEGER PRIMARY KEY, run_id TEXT NOT NULL, event TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS notice ("
-    "seq INTEGER PRIMARY KEY, target TEXT NOT NULL, notice_id TEXT NOT NULL, payload TEXT NOT NULL)",
+    "seq INTEGER PRIMARY KEY, target TEXT NOT NULL, notice_id TEXT NOT NULL, payload TEXT NOT NULL, "
+    "traceparent TEXT)",
     "CREATE TABLE IF NOT EXISTS key_bucket ("
     "key TEXT PRIMARY KEY NOT NULL, tokens REAL NOT NULL, refilled_at INTEGER NOT NULL) WITHOUT ROWID",
 )

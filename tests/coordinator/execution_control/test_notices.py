@@ -153,12 +153,6 @@ async def test_on_enqueue_is_not_applied_to_notice_jobs() -> None:
     assert len(seen) == 1
 
 
-@pytest.mark.xfail(
-    reason="J-40/issue item 8: a notice job does not carry the failed job's traceparent "
-    "(coordinator/terminal_events.py + storage/event_outbox.py store only target/id/payload; "
-    "coordinator/shard_drains.deliver_notices enqueues without traceparent)",
-    strict=True,
-)
 async def test_a_notice_carries_the_traceparent_of_the_job_it_reports() -> None:
     # issue item 8: traceparent through enqueue, dispatch, the attempt and its notices
     stack = Stack(on_failure="ALERT")

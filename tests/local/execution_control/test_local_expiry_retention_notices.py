@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from .conftest import START, TRACEPARENT, MakeLocal
 
 FAILURE_FIELDS = {
@@ -126,11 +124,6 @@ async def test_on_enqueue_fills_unset_options_but_not_notice_jobs(local: MakeLoc
     assert notice.deadline_at - START == 60_000  # the default timeout, not on_enqueue's
 
 
-@pytest.mark.xfail(
-    reason="issue item 8: notice jobs do not carry the notified job's traceparent "
-    "(coordinator/terminal_events.py, storage/event_outbox.py, coordinator/shard_drains.py)",
-    strict=True,
-)
 async def test_a_notice_attempt_sees_the_traceparent_of_the_failed_job(local: MakeLocal) -> None:
     # issue item 8: traceparent carried through enqueue, dispatch, the attempt and its notices
     app = await local(on_failure="ALERT")
