@@ -203,6 +203,7 @@ async def _run(
         deadline_at=batch.clock.now() + timeout_ms,  # fixed for the attempt (J-68)
         heartbeat=heartbeat,
         traceparent=body.get("traceparent"),
+        clock=batch.clock,  # J-75: remaining_ms() on the same clock as deadline_at
     )
     try:
         result = await perform(performer, body.get("payload"), ctx, timer)
