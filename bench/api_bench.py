@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """REST API benchmark: POST /api/jobs requests/s and GET /api/jobs latency over 100k read-model rows.
 
-The server is the real ASGI app (``tsumugi.api.create_rest_app``) under uvicorn in a child process on
-127.0.0.1, with bearer auth, the migration check and a SQLite read model seeded with ``--rows`` jobs.
-``enqueue`` is a stand-in that writes the new job straight into the read model (one seq-guarded upsert,
-the same write a projection batch makes), so the numbers measure the REST layer plus one SQLite write,
-not the shard engine. Load comes from ``--clients`` concurrent httpx clients in this process.
+The server is the product as ``tsumugi dev`` runs it: a ``define_tsumugi`` app on the embedded local runtime
+(shards, queue, projection) serving its REST surface (``Tsumugi.asgi``) under uvicorn in a child process on
+127.0.0.1, with bearer auth, the migration check and a read model seeded with ``--rows`` jobs. POST
+enqueues through the real shard engine into a paused binding (the jobs wait, so attempts do not compete
+with the requests). Load comes from ``--clients`` concurrent httpx clients in this process.
 
 Usage: ``.venv/bin/python bench/api_bench.py [--rows 100000] [--clients 20] [--requests 4000]``
 """
@@ -23,13 +23,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import httpx
 import psutil
 
-from tsumugi.api import RestOptions, bearer_auth, create_rest_app
+from tsumugi import BindingConfig, Performer, Policy, bearer_auth, define_tsumugi
+from tsumugi.runtimes.local.runtime import LocalRuntime
 from tsumugi.runtimes.local.sql_database import SqliteDatabase, apply_migrations
 from tsumugi.storage.read_model_writer import D1ReadModelWriter
 
@@ -62,28 +62,34 @@ async def seed(path: str, rows: int) -> None:
     db.close()
 
 
-def serve(path: str, port: int) -> None:
-    """Child process: the REST app over the seeded read model."""
+class Noop(Performer):
+    async def perform(self, payload: Any, ctx: Any) -> None:
+        return None
+
+
+def serve(state_dir: str, port: int) -> None:
+    """Child process: the app's REST surface on the local runtime, over the seeded read model."""
     import uvicorn
 
-    db = SqliteDatabase(path)
-    writer = D1ReadModelWriter(db)
-    rand = random.Random(2)
-    counter = iter(range(10**9))
-
-    async def enqueue(env: Any, wire: dict[str, Any]) -> str:
-        job_id = f"{wire['binding']}#0:bench{next(counter)}"
-        await writer.upsert_jobs([{**snapshot(job_id, 1, rand), "state": "SCHEDULED"}])
-        return job_id
-
-    env = SimpleNamespace(TSUMUGI_DB=db, TSUMUGI_TOKEN=TOKEN)
-    options = RestOptions(
+    paused = BindingConfig(policy=Policy(paused=True))
+    app = define_tsumugi(
+        performers={"MAIL": Noop, "SMS": Noop, "PUSH": Noop},
+        bindings={"MAIL": paused},
         auth=bearer_auth(lambda e: e.TSUMUGI_TOKEN),
-        performers=("MAIL", "SMS", "PUSH"),
-        enqueue=enqueue,
-        env=env,
     )
-    uvicorn.run(create_rest_app(options), host="127.0.0.1", port=port, log_level="error", access_log=False)
+
+    async def run() -> None:
+        runtime = LocalRuntime(app, Path(state_dir), vars={"TSUMUGI_TOKEN": TOKEN}, cron=False)
+        await runtime.start()
+        config = uvicorn.Config(
+            app.asgi(runtime.env), host="127.0.0.1", port=port, log_level="error", access_log=False
+        )
+        try:
+            await uvicorn.Server(config).serve()
+        finally:
+            await runtime.stop()
+
+    asyncio.run(run())
 
 
 async def load(base_url: str, clients: int, requests: int, call: str) -> tuple[float, list[float]]:
@@ -134,13 +140,13 @@ def free_port() -> int:
 
 async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        path = str(Path(folder) / "read-model.sqlite")
+        path = str(Path(folder) / "read_model.sqlite3")  # where the local runtime keeps TSUMUGI_DB
         began = time.perf_counter()
         await seed(path, args.rows)
         print(f"seeded {args.rows} read-model rows in {time.perf_counter() - began:.1f}s")
         port = free_port()
         child = subprocess.Popen(
-            [sys.executable, __file__, "--serve", path, "--port", str(port)], env=os.environ
+            [sys.executable, __file__, "--serve", folder, "--port", str(port)], env=os.environ
         )
         try:
             base_url = f"http://127.0.0.1:{port}"
