@@ -6,27 +6,10 @@ from typing import Any, Final
 
 from tsumugi.core import jsonwire
 from tsumugi.storage.job_rows import JobRow
+from tsumugi.storage.read_model_schema import JOB_COLUMNS
 
-SNAPSHOT_COLUMNS: Final = (
-    "id",
-    "binding",
-    "state",
-    "priority",
-    "attempts",
-    "max_attempts",
-    "concurrency_key",
-    "unique_key",
-    "guarantee",
-    "created_at",
-    "updated_at",
-    "dispatched_at",
-    "run_after",
-    "progress",
-    "payload",
-    "result",
-    "run_id",
-    "node_id",
-)
+# The D1 `job` columns copied from the shard row; `seq` and `attempts_log` are derived (J-193).
+SNAPSHOT_COLUMNS: Final = tuple(column for column in JOB_COLUMNS if column not in ("seq", "attempts_log"))
 
 
 def snapshot(job: JobRow, attempts_log: list[dict[str, Any]]) -> dict[str, Any]:
