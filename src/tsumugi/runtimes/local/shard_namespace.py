@@ -10,14 +10,32 @@ from tsumugi.runtimes.local.report_batching import ReportBatcher
 from tsumugi.runtimes.local.serial_coordinators import SerialCoordinators
 
 
-class SerialShardStub:
-    """A Durable Object stub for one job shard: every RPC waits its turn on the shard's lock (ADR-0050)."""
+class SerialStub:
+    """A stub for any coordinator kind (``env.RUN``, ``env.SCHEDULER``): every method waits its turn."""
 
-    __slots__ = ("_coordinators", "_reports", "name")
+    __slots__ = ("_coordinators", "name")
 
     def __init__(self, coordinators: SerialCoordinators, name: str) -> None:
         self._coordinators = coordinators
         self.name = name
+
+    def __getattr__(self, method: str) -> Callable[..., Awaitable[Any]]:
+        if method.startswith("_"):
+            raise AttributeError(method)
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await self._coordinators.call(self.name, method, *args, **kwargs)
+
+        return call
+
+
+class SerialShardStub(SerialStub):
+    """A Durable Object stub for one job shard: every RPC waits its turn on the shard's lock (ADR-0050)."""
+
+    __slots__ = ("_reports",)
+
+    def __init__(self, coordinators: SerialCoordinators, name: str) -> None:
+        super().__init__(coordinators, name)
         self._reports = ReportBatcher(coordinators, name)
 
     async def enqueue_many(self, inputs: Sequence[JsonDict], settings: JsonDict | None = None) -> list[str]:
@@ -82,16 +100,6 @@ class SerialShardStub:
         result: str | None = await self._coordinators.call(self.name, "state_of", job_id)
         return result
 
-    def __getattr__(self, method: str) -> Callable[..., Awaitable[Any]]:
-        """Any further RPC the coordinator defines (flows add some), serialised the same way."""
-        if method.startswith("_"):
-            raise AttributeError(method)
-
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            return await self._coordinators.call(self.name, method, *args, **kwargs)
-
-        return call
-
 
 class LocalShardNamespace:
     """``env.JOB_SHARD``: ``get("<binding>#<n>")`` returns the stub of that shard (J-17)."""
@@ -105,25 +113,6 @@ class LocalShardNamespace:
         if stub is None:
             stub = self._stubs[name] = SerialShardStub(self.coordinators, name)
         return stub
-
-
-class SerialStub:
-    """A stub for any other coordinator kind (``env.RUN``, ``env.SCHEDULER``): every method serialised."""
-
-    __slots__ = ("_coordinators", "name")
-
-    def __init__(self, coordinators: SerialCoordinators, name: str) -> None:
-        self._coordinators = coordinators
-        self.name = name
-
-    def __getattr__(self, method: str) -> Callable[..., Awaitable[Any]]:
-        if method.startswith("_"):
-            raise AttributeError(method)
-
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            return await self._coordinators.call(self.name, method, *args, **kwargs)
-
-        return call
 
 
 class LocalNamespace:
