@@ -208,3 +208,29 @@ def test_durable_objects_answer_every_rpc_their_ports_name(sdk: types.SimpleName
             assert inspect.iscoroutinefunction(method), f"{hosted.__name__}.{name}"
             wanted = list(inspect.signature(declared).parameters)
             assert list(inspect.signature(method).parameters) == wanted, f"{hosted.__name__}.{name}"
+
+
+async def test_job_shard_object_writes_one_metrics_point_per_terminal_job(sdk: types.SimpleNamespace) -> None:
+    # J-194, M-2: with TSUMUGI_METRICS bound, each terminal snapshot becomes one Analytics Engine point
+    points: list[Any] = []
+
+    class Dataset:
+        def writeDataPoint(self, point: Any) -> None:  # the JS spelling
+            points.append(point)
+
+    env = types.SimpleNamespace(
+        TSUMUGI_QUEUE=FakeQueue(),
+        TSUMUGI_DB=migrated_d1(),
+        JOB_SHARD=FakeNamespace({}),
+        TSUMUGI_METRICS=Dataset(),
+    )
+    shard = sdk.entry.TsumugiJobShard(durable_object_ctx("Hello#0"), env)
+    (job_id,) = await shard.enqueue_many([{"binding": "Hello", "payload": {"name": "m"}}], None)
+    await shard.alarm()
+    assert points == []  # QUEUED is not terminal
+    await shard.report(job_id, {"ok": True, "result": None, "attempt": 1})
+    await shard.alarm()
+    (point,) = points
+    assert point["indexes"] == ["Hello"]
+    assert point["blobs"] == ["COMPLETED", "Hello", "at-least-once"]
+    assert point["doubles"][0] == 1  # attempts

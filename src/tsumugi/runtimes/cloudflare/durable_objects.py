@@ -18,6 +18,7 @@ from tsumugi.runtimes.cloudflare.alarm import DurableObjectAlarm
 from tsumugi.runtimes.cloudflare.do_sql import DurableObjectSqlExecutor
 from tsumugi.runtimes.cloudflare.js_conversion import to_js_value, to_py_value, unwrap_sdk
 from tsumugi.runtimes.cloudflare.worker_env import worker_env_for
+from tsumugi.projection.analytics_engine import AnalyticsEngineWriter
 from tsumugi.storage.read_model_writer import D1ReadModelWriter
 
 # ADR-0084: the SDK (untyped, importable only inside workerd or with its runtime modules stubbed) is
@@ -38,6 +39,15 @@ class HostedCoordinator(_DurableObject):  # type: ignore[misc]
         self.object_name = str(to_py_value(getattr(state.id, "name", None)) or "")
 
 
+def _data_point_writer(dataset: Any) -> Any:
+    """``TSUMUGI_METRICS.writeDataPoint`` taking a Python point (M-2: indexes, blobs, doubles)."""
+
+    def write(point: Any) -> None:
+        dataset.writeDataPoint(to_js_value(point))
+
+    return write
+
+
 class TsumugiJobShard(HostedCoordinator):
     """One job shard (``JOB_SHARD``): the RPC surface of ``ports.ShardRpc`` plus the alarm tick (J-161)."""
 
@@ -45,6 +55,7 @@ class TsumugiJobShard(HostedCoordinator):
         super().__init__(ctx, env)
         bindings = self.worker_env
         database = bindings.get("TSUMUGI_DB")
+        metrics = bindings.get("TSUMUGI_METRICS")  # optional (J-6): one point per terminal snapshot (J-194)
         self.shard = JobShard(
             self.object_name,
             self.sql,
@@ -55,6 +66,7 @@ class TsumugiJobShard(HostedCoordinator):
             shards=bindings.get("JOB_SHARD"),
             runs=bindings.get("RUN"),
             rand=random.random,
+            metrics=None if metrics is None else AnalyticsEngineWriter(_data_point_writer(metrics)),
         )
 
     async def alarm(self, alarm_info: Any = None) -> None:
