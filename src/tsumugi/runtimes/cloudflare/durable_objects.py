@@ -14,11 +14,11 @@ from typing import Any
 
 from tsumugi.clock import SystemClock
 from tsumugi.coordinator.job_shard import JobShard
+from tsumugi.projection.analytics_engine import AnalyticsEngineWriter
 from tsumugi.runtimes.cloudflare.alarm import DurableObjectAlarm
 from tsumugi.runtimes.cloudflare.do_sql import DurableObjectSqlExecutor
 from tsumugi.runtimes.cloudflare.js_conversion import to_js_value, to_py_value, unwrap_sdk
 from tsumugi.runtimes.cloudflare.worker_env import worker_env_for
-from tsumugi.projection.analytics_engine import AnalyticsEngineWriter
 from tsumugi.storage.read_model_writer import D1ReadModelWriter
 
 # ADR-0084: the SDK (untyped, importable only inside workerd or with its runtime modules stubbed) is
