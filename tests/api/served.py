@@ -72,7 +72,7 @@ def serve(app: Any) -> Iterator[str]:
     while not server.started:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("uvicorn did not start")
-        time.sleep(0.01)
+        time.sleep(0.01)  # noqa: sleep-ok  (waiting for uvicorn to bind, bounded by a deadline)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

@@ -109,7 +109,7 @@ def worker_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
                     pytest.fail(f"wrangler dev did not start:\n{log_path.read_text()[-3000:]}")
-                time.sleep(0.5)  # polling an external process's readiness, not a test clock
+                time.sleep(0.5)  # noqa: sleep-ok  (polling an external process, bounded)
         yield url
     finally:
         process.terminate()
@@ -137,7 +137,7 @@ def test_enqueued_job_runs_through_queue_and_shows_completed(worker_url: str) ->
     while time.monotonic() < deadline and state != "COMPLETED":
         status, job = _request(f"{worker_url}/api/jobs/{urllib.request.quote(created['id'], safe='')}")
         state = job.get("state") if status == 200 and isinstance(job, dict) else None
-        time.sleep(0.5)  # the real Queue delivers on its own schedule
+        time.sleep(0.5)  # noqa: sleep-ok  (the real Queue delivers on its own schedule)
     assert state == "COMPLETED"
 
 
