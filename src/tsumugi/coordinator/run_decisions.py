@@ -219,13 +219,13 @@ class DecisionApplier:
         except TsumugiError as exc:
             self._fail(node.id, f"invalid child run id: {_message(exc)}")
             return
-        if node.child_run_id is None:
-            self.store.update_node(node.id, self.now_ms, child_run_id=child_id)
         try:
             child_input = subflow_input(spec, self.flow_input, deps)
-        except Exception as exc:  # ADR-0073
+        except Exception as exc:  # ADR-0073: fails before the id is kept, so no link to a run never started
             self._fail(node.id, _message(exc))
             return
+        if node.child_run_id is None:
+            self.store.update_node(node.id, self.now_ms, child_run_id=child_id)
         self.work.child_starts.append(ChildStart(node.id, child_id, node.subflow, child_input))
 
     async def _cancel(self, node: NodeRow, cancelling: bool, expired: bool) -> None:
