@@ -32,7 +32,7 @@ async def run(harness: Any, *messages: Any, performers: Any = None, clock: Any =
 async def test_success_is_acked_then_reported_with_result_and_attempt(harness: Any) -> None:
     message = harness.message(attempt=2)
     await run(harness, message)
-    # J-118: ack before report; J-119: {ok, result} plus the attempt number (ADR-0057)
+    # J-118: ack before report; J-119: {ok, result} plus the attempt number (ADR-0118)
     assert harness.events == [("ack", "MAIL#0:job1"), ("report", "MAIL#0:job1")]
     assert harness.shard().reports == [
         ("MAIL#0:job1", {"ok": True, "result": {"echo": {"to": "a@example.com"}}, "attempt": 2})

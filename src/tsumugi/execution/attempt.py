@@ -19,43 +19,39 @@ HEARTBEAT_WAIT_MS: Final = 1_000  # J-65: a heartbeat never holds the performer 
 
 
 class AttemptTimer:
-    """The consumer-side timeout of one attempt; accepted heartbeats restart it (J-68, J-74).
+    """The consumer-side timeout of one attempt, on the injected clock; accepted heartbeats restart it.
 
-    One loop timer per attempt: a restart only moves ``deadline``, and an early wake-up re-arms for the
-    remainder, so a chatty heartbeat costs no timer churn.
+    One watcher task per attempt sleeps on the clock until ``deadline`` (J-74, ADR-0118). A restart
+    only moves ``deadline`` (J-68); the watcher, woken at the old one, sleeps again for the remainder,
+    so a chatty heartbeat costs no task churn.
     """
 
-    __slots__ = ("_handle", "_loop", "_on_fire", "deadline", "fired", "timeout_s")
+    __slots__ = ("_clock", "_on_fire", "_watcher", "deadline", "fired", "timeout_ms")
 
-    def __init__(self, timeout_ms: int, on_fire: Callable[[], None]) -> None:
-        self.timeout_s = timeout_ms / 1000
+    def __init__(self, timeout_ms: int, clock: Clock, on_fire: Callable[[], None]) -> None:
+        self.timeout_ms = timeout_ms
+        self._clock = clock
         self._on_fire = on_fire
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._handle: asyncio.TimerHandle | None = None
-        self.deadline = 0.0  # event-loop time; set when perform starts
+        self._watcher: asyncio.Task[None] | None = None
+        self.deadline = 0  # epoch ms on the clock; set when perform starts
         self.fired = False
 
     def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self.deadline = self._loop.time() + self.timeout_s
-        self._handle = self._loop.call_at(self.deadline, self._check)
+        self.deadline = self._clock.now() + self.timeout_ms
+        self._watcher = asyncio.get_running_loop().create_task(self._watch())
 
     def restart(self) -> None:
         # J-74: a heartbeat accepted after the timeout fired does not revive the timer.
-        if self._loop is not None and not self.fired:
-            self.deadline = self._loop.time() + self.timeout_s
+        if self._watcher is not None and not self.fired:
+            self.deadline = self._clock.now() + self.timeout_ms
 
     def cancel(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
+        if self._watcher is not None:
+            self._watcher.cancel()
 
-    def _check(self) -> None:
-        assert self._loop is not None
-        if self.deadline > self._loop.time():
-            self._handle = self._loop.call_at(self.deadline, self._check)
-            return
-        self._handle = None
+    async def _watch(self) -> None:
+        while self._clock.now() < self.deadline:
+            await self._clock.sleep_until(self.deadline)
         self.fired = True
         self._on_fire()
 
@@ -72,7 +68,7 @@ class AttemptHeartbeat:
         "_log",
         "_shard",
         "_timer",
-        "_wait_s",
+        "_wait_ms",
     )
 
     def __init__(
@@ -91,7 +87,7 @@ class AttemptHeartbeat:
         self._clock = clock
         self._log = log
         self._timer = timer
-        self._wait_s = wait_ms / 1000
+        self._wait_ms = wait_ms
         self._last_sent_at: int | None = None
         self._cancel_requested = False
 
@@ -102,8 +98,13 @@ class AttemptHeartbeat:
         self._last_sent_at = now
         try:
             call = asyncio.ensure_future(self._shard.heartbeat(self._job_id, progress, self._attempt))
-            done, _ = await asyncio.wait((call,), timeout=self._wait_s)
-            if not done:
+            # J-65: the wait limit runs on the injected clock too (ADR-0118).
+            limit = asyncio.ensure_future(self._clock.sleep_until(now + self._wait_ms))
+            try:
+                await asyncio.wait((call, limit), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                limit.cancel()
+            if not call.done():
                 call.add_done_callback(self._late_answer)  # J-65: return anyway, keep the call going
                 return HeartbeatResult(self._cancel_requested)
             self._accept(call.result())

@@ -2,7 +2,7 @@
 
 Every message is acked, always, and before its report (J-118): retries live in the shard (ADR-0004).
 All messages of a batch run concurrently, one task each; a performer instance is resolved once per
-binding per batch (ADR-0057).
+binding per batch. Attempt timeouts and heartbeat waits run on the injected clock (ADR-0118).
 """
 
 from __future__ import annotations
@@ -193,7 +193,9 @@ async def _run(
         timeout_ms = DEFAULT_TIMEOUT_MS
     timer = None
     if timeout_ms > 0:
-        timer = AttemptTimer(timeout_ms, lambda: _on_timeout(delivery, shard, job_id, attempt, timeout_ms))
+        timer = AttemptTimer(
+            timeout_ms, batch.clock, lambda: _on_timeout(delivery, shard, job_id, attempt, timeout_ms)
+        )
     heartbeat = AttemptHeartbeat(
         shard, job_id, attempt, batch.clock, batch.log, timer, wait_ms=batch.heartbeat_wait_ms
     )
