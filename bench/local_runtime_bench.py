@@ -95,9 +95,54 @@ async def end_to_end(jobs: int, batch_size: int, state_dir: Path) -> tuple[float
     return jobs / elapsed, jobs / cpu
 
 
-async def enqueue_rate(backlog: int, state_dir: Path) -> tuple[float, float, list[tuple[int, float]]]:
-    """Enqueue ``backlog`` jobs into the paused binding.
+class RawInserts:
+    """Raw sqlite3 inserts of the rows a plain ``enqueue_many`` writes into the shard's ``job`` table.
 
+    The same 16 columns (ADR-0120), one transaction per chunk, into a database of its own.
+    """
+
+    COLUMNS = (
+        "id, binding, state, ready, lane_at, priority, attempts, max_attempts, guarantee, timeout_ms, "
+        "backoff, run_after, created_at, updated_at, payload, version"
+    )
+    BACKOFF = '{"kind":"exponential","baseMs":1000,"factor":2,"maxMs":3600000,"jitter":true}'
+
+    def __init__(self, path: Path) -> None:
+        ensure_shard_schema(SqliteExecutor(path))
+        self.db = sqlite3.connect(path, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.sql = f"INSERT INTO job ({self.COLUMNS}) VALUES ({', '.join('?' * 16)})"
+        self.spent = self.cpu = 0.0
+        self.rows = 0
+
+    def chunk(self, start: int, end: int) -> None:
+        started, cpu_started = time.perf_counter(), time.process_time()
+        now_ms = time.time_ns() // 1_000_000
+        version = now_ms * 1000
+        batch = [
+            (f"Parked#0:raw{n:020d}", "Parked", "SCHEDULED", 1, 0, 0, 0, 3, "at-least-once", 60_000,
+             self.BACKOFF, now_ms, now_ms, now_ms, f'{{"n":{n}}}', version)
+            for n in range(start, end)
+        ]  # fmt: skip
+        self.db.execute("BEGIN")
+        self.db.executemany(self.sql, batch)
+        self.db.execute("COMMIT")
+        self.spent += time.perf_counter() - started
+        self.cpu += time.process_time() - cpu_started
+        self.rows += end - start
+
+    def close(self) -> tuple[float, float]:
+        self.db.close()
+        return self.rows / self.spent, self.rows / self.cpu
+
+
+async def enqueue_rate(
+    backlog: int, state_dir: Path, raw: RawInserts
+) -> tuple[float, float, list[tuple[int, float]]]:
+    """Enqueue ``backlog`` jobs into the paused binding, each chunk followed by the same raw chunk.
+
+    Interleaving the two keeps a change in the machine's load from favouring either side of the ratio.
     Returns jobs per wall second and per CPU second inside ``enqueue_many``, and (waiting, RSS MiB) samples.
     """
     runtime = LocalRuntime(APP, state_dir, exports={"Parked": Parked})
@@ -106,67 +151,21 @@ async def enqueue_rate(backlog: int, state_dir: Path) -> tuple[float, float, lis
     samples = [(0, process.memory_info().rss / 2**20)]
     spent = cpu = 0.0
     for offset in range(0, backlog, CHUNK):
-        inputs = [
-            {"binding": "Parked", "payload": {"n": n}} for n in range(offset, min(backlog, offset + CHUNK))
-        ]
+        end = min(backlog, offset + CHUNK)
+        inputs = [{"binding": "Parked", "payload": {"n": n}} for n in range(offset, end)]
         started, cpu_started = time.perf_counter(), time.process_time()
         await APP.enqueue_many(runtime.env, inputs)
         spent += time.perf_counter() - started
         cpu += time.process_time() - cpu_started
-        await asyncio.sleep(0)  # let the ticks the enqueues armed run (projection), outside the timing
-        waiting = offset + len(inputs)
+        raw.chunk(offset, end)
+        await asyncio.sleep(0)  # let the ticks the enqueues armed run, outside the timing
+        waiting = end
         if waiting in (10_000, backlog):
             await asyncio.sleep(0.5)
             gc.collect()
             samples.append((waiting, process.memory_info().rss / 2**20))
     await runtime.stop()
     return backlog / spent, backlog / cpu, samples
-
-
-def raw_executemany_rate(rows: int, path: Path) -> tuple[float, float]:
-    """Raw sqlite3 inserts of equivalent rows into the shard's ``job`` table, one transaction per chunk."""
-    ensure_shard_schema(SqliteExecutor(path))
-    db = sqlite3.connect(path, isolation_level=None)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")
-    columns = (
-        "id, binding, state, ready, lane_at, priority, attempts, max_attempts, guarantee, timeout_ms, "
-        "backoff, run_after, created_at, updated_at, payload, version"
-    )
-    sql = f"INSERT INTO job ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-    backoff = '{"kind":"exponential","baseMs":1000,"factor":2,"maxMs":3600000,"jitter":true}'
-    spent = cpu = 0.0
-    for offset in range(0, rows, CHUNK):
-        started, cpu_started = time.perf_counter(), time.process_time()
-        now_ms = time.time_ns() // 1_000_000
-        batch = [
-            (
-                f"Parked#0:raw{n:020d}",
-                "Parked",
-                "SCHEDULED",
-                1,
-                0,
-                0,
-                0,
-                3,
-                "at-least-once",
-                60_000,
-                backoff,
-                now_ms,
-                now_ms,
-                now_ms,
-                f'{{"n":{n}}}',
-                1,
-            )
-            for n in range(offset, min(rows, offset + CHUNK))
-        ]
-        db.execute("BEGIN")
-        db.executemany(sql, batch)
-        db.execute("COMMIT")
-        spent += time.perf_counter() - started
-        cpu += time.process_time() - cpu_started
-    db.close()
-    return rows / spent, rows / cpu
 
 
 async def tick_cost(ready: int, path: Path) -> tuple[float, float, int]:
@@ -224,8 +223,9 @@ async def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tsumugi-bench-") as scratch:
         root = Path(scratch)
         e2e, e2e_cpu = await end_to_end(args.jobs, args.batch_size, root / "e2e")
-        enqueue, enqueue_cpu, samples = await enqueue_rate(args.backlog, root / "backlog")
-        raw, raw_cpu = raw_executemany_rate(args.backlog, root / "raw.sqlite3")
+        inserts = RawInserts(root / "raw.sqlite3")
+        enqueue, enqueue_cpu, samples = await enqueue_rate(args.backlog, root / "backlog", inserts)
+        raw, raw_cpu = inserts.close()
         ticks = [(n, *await tick_cost(n, root / f"tick{n}.sqlite3")) for n in (1_000, args.backlog)]
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     platform = f"python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, {os.cpu_count()} cpus"

@@ -18,17 +18,19 @@ from tsumugi.core.ids import resolve_shard, shard_name, validate_binding
 from tsumugi.core.options import (
     OnEnqueue,
     apply_defaults,
+    check_payload,
     check_required_keys,
     input_from,
     to_wire_input,
 )
-from tsumugi.errors import ConfigurationError, EnqueueError, InvalidConfigError
+from tsumugi.errors import ConfigurationError, EnqueueError, InvalidConfigError, InvalidJobIdError
 from tsumugi.ports import JsonDict, ShardNamespace, ShardRpc
 
 __all__ = ["JobClient", "ShardHandle", "create_client", "enqueue", "enqueue_many", "env_binding", "shard_for"]
 
 SHARD_NAMESPACE: Final = "JOB_SHARD"  # the Durable Object binding every enqueue path needs (J-200)
 _SETTINGS_FIELDS: Final = ("policy", "sweep_after_ms", "failed_retention_ms")
+_PLAIN_KEYS: Final = frozenset({"binding", "payload"})
 
 
 def env_binding(env: Any, name: str) -> Any:
@@ -184,6 +186,8 @@ class JobClient:
         self._required = dict(required_keys or {})
         self._known = frozenset(known_bindings) if known_bindings is not None else None
         self._preflight = preflight
+        # Per binding: where a plain {binding, payload} input goes, or None when it needs the full path.
+        self._plain: dict[str, tuple[_Route, str] | None] = {}
 
     def binding_config(self, binding: str) -> BindingConfig:
         route = self._routes.get(binding)
@@ -225,6 +229,12 @@ class JobClient:
         return ids
 
     def _prepare(self, raw: Mapping[str, Any]) -> tuple[_Route, str, JsonDict]:
+        if self._on_enqueue is None and type(raw) is dict and raw.keys() == _PLAIN_KEYS:
+            binding = raw["binding"]
+            plain = self._plain_route(binding) if type(binding) is str else None
+            if plain is not None:  # the same checks, settled once per binding (ADR-0120)
+                check_payload(raw["payload"])
+                return plain[0], plain[1], {"binding": binding, "payload": raw["payload"]}
         options = apply_defaults(input_from(raw), self._on_enqueue)
         binding = options.get("binding")
         if not isinstance(binding, str):
@@ -242,6 +252,23 @@ class JobClient:
             return route, shard_name(binding, 0), wire
         shard = resolve_shard(binding, route.config.shards, partition_key)
         return route, shard_name(binding, shard), wire
+
+    def _plain_route(self, binding: str) -> tuple[_Route, str] | None:
+        """The route of a plain input for ``binding``; None when only the full path gives the answer."""
+        if binding in self._plain:
+            return self._plain[binding]
+        plain: tuple[_Route, str] | None = None
+        try:
+            validate_binding(binding)
+        except InvalidJobIdError:
+            return None  # the full path raises it
+        known = self._known is None or binding in self._known
+        route = self._routes.get(binding, self._default_route)
+        single = not self._routed or route.config.shards == 1
+        if known and single and not self._required.get(binding):
+            plain = (route, shard_name(binding, 0))
+        self._plain[binding] = plain
+        return plain
 
     def shard_for(self, env: Any, binding: str, partition_key: str | None = None) -> ShardHandle:
         """The shard a job of ``binding`` with ``partition_key`` goes to (J-203a); no startup check."""

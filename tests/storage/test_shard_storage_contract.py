@@ -105,15 +105,33 @@ def test_conditional_update_reports_the_winner_once(sql: SqlExecutor) -> None:
     assert first["version"] > seq_floor(NOW)
 
 
+def test_new_jobs_wait_in_fresh_and_a_finished_one_is_marked_at_once(sql: SqlExecutor) -> None:
+    # J-190 with ADR-0119: a change to a job not yet projected needs no mark, unless the job finished
+    store = JobStore(sql)
+    insert(store, job("B#0:a"))
+    insert(store, job("B#0:b", created_at=NOW + 5))
+    store.update("B#0:a", ("SCHEDULED",), NOW + 1, {"state": "QUEUED", "ready": 0, "lane_at": NOW})
+    assert store.dirty_ids(10) == []
+    assert store.fresh_ids(NOW + 5, 10) == {"B#0:a": NOW}  # created strictly before the cutoff
+    assert store.earliest_fresh() == NOW and store.count_dirty() == 2
+    store.update("B#0:a", ("QUEUED",), NOW + 2, {"state": "COMPLETED", "ready": 0, "lane_at": NOW + 2})
+    assert store.dirty_ids(10) == ["B#0:a"] and store.count_dirty() == 2
+
+
 def test_dirty_mark_survives_a_change_after_projection_read(sql: SqlExecutor) -> None:
-    # ADR-0042: a job that changed after its snapshot was taken stays dirty
+    # ADR-0042: a job that changed after its snapshot was taken stays dirty; the rest are cleared
     store = JobStore(sql)
     insert(store, job("B#0:a"))
     insert(store, job("B#0:b"))
-    versions = {r["id"]: r["version"] for r in store.get_many(store.dirty_ids(10))}
+    fresh = store.fresh_ids(NOW + 1, 10)
+    projected = {r["id"]: r for r in store.get_many(fresh)}
     store.update("B#0:b", ("SCHEDULED",), NOW + 1, {"priority": 3}, transition=False)
-    store.clear_dirty(versions)
-    assert store.dirty_ids(10) == ["B#0:b"]
+    store.clear_dirty(projected, fresh)
+    assert store.fresh_ids(NOW + 1, 10) == {"B#0:b": NOW}
+    store.clear_dirty({r["id"]: r for r in store.get_many(["B#0:b"])}, {"B#0:b": NOW})
+    assert store.count_dirty() == 0
+    store.update("B#0:b", ("SCHEDULED",), NOW + 2, {"priority": 4}, transition=False)  # projected: marked
+    assert store.dirty_ids(10) == ["B#0:b"] and store.fresh_ids(NOW + 1, 10) == {}
 
 
 def test_ready_merge_orders_all_ready_jobs_by_aged_priority(sql: SqlExecutor) -> None:

@@ -237,7 +237,9 @@ class JobShard:
         wake: list[int | None] = [plan.next_alarm_at]
         rerun = plan.rerun
         try:
-            rerun = await shard_drains.project(ctx) or rerun
+            more, fresh_due_at = await shard_drains.project(ctx, now)
+            rerun = rerun or more
+            wake.append(fresh_due_at)
         except Exception:
             log.exception("tsumugi: projection failed")
             wake.append(now + TICK_FAILURE_RETRY_MS)

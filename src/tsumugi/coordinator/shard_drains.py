@@ -13,6 +13,9 @@ from tsumugi.storage.event_outbox import Notice
 
 SEND_CHUNK: Final = 100  # Queue sendBatch takes at most 100 messages (J-161)
 SWEEP_MIN_WAIT_MS: Final = 1000  # J-170: a shard of only failed jobs sleeps instead of polling
+# A new job is first projected once it is this old, unless it finishes sooner: a job that settles within
+# it is written to the read model once instead of twice (ADR-0119; the read model is seconds stale, A-41).
+FIRST_PROJECTION_DELAY_MS: Final = 1000
 RETRY_DELAY_MS: Final = 5000  # a failed delivery is tried again after 5 s, like a failed tick (J-164)
 _DONE: Final = ("COMPLETED", "CANCELLED")
 _FAILED: Final = ("FAILED", "STALLED")
@@ -23,25 +26,35 @@ async def send(ctx: ShardContext, messages: Sequence[dict[str, Any]]) -> None:
         await ctx.queue.send_batch(messages[start : start + SEND_CHUNK])
 
 
-async def project(ctx: ShardContext) -> bool:
-    """Upsert up to 200 dirty jobs into the read model (J-192); True when more remain."""
+async def project(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:
+    """Upsert up to 200 dirty jobs into the read model (J-192).
+
+    Changed jobs go first, then new jobs at least ``FIRST_PROJECTION_DELAY_MS`` old (ADR-0119). Returns
+    whether more are due now, and when the next new job falls due.
+    """
     job_ids = ctx.jobs.dirty_ids(TICK_ROWS)
-    if not job_ids:
-        return False
-    rows = {row["id"]: row for row in ctx.jobs.get_many(job_ids)}
-    versions = {job_id: (rows[job_id]["version"] if job_id in rows else None) for job_id in job_ids}
-    # A job that never finished an attempt has no attempt rows: they are written only by a report,
-    # with the job's attempts (never lowered, J-93, J-132) raised in the same transaction (ADR-0105).
-    snaps = [
-        snapshot(row, ctx.attempts.newest(row["id"]) if row["attempts"] else []) for row in rows.values()
-    ]
-    if ctx.read_model is not None:
-        await ctx.read_model.upsert_jobs(snaps)
-    # A job changed during the await keeps its dirty mark: its version moved on (ADR-0042).
-    ctx.sql.transaction(lambda: ctx.jobs.clear_dirty(versions))
-    if ctx.metrics is not None:  # J-194: after the cursor moved; at-most-once, failures are the writer's
-        await ctx.metrics.write(snaps)
-    return len(job_ids) >= TICK_ROWS
+    fresh: dict[str, int] = {}
+    if len(job_ids) < TICK_ROWS:
+        fresh = ctx.jobs.fresh_ids(now_ms - FIRST_PROJECTION_DELAY_MS + 1, TICK_ROWS - len(job_ids))
+        marked = set(job_ids)
+        job_ids += [job_id for job_id in fresh if job_id not in marked]
+    more = len(job_ids) >= TICK_ROWS
+    if job_ids:
+        rows = {row["id"]: row for row in ctx.jobs.get_many(job_ids)}
+        # A job that never finished an attempt has no attempt rows: they are written only by a report,
+        # with the job's attempts (never lowered, J-93, J-132) raised in the same transaction (ADR-0105).
+        snaps = [
+            snapshot(row, ctx.attempts.newest(row["id"]) if row["attempts"] else []) for row in rows.values()
+        ]
+        if ctx.read_model is not None:
+            await ctx.read_model.upsert_jobs(snaps)
+        # A job changed during the await keeps its mark: its version moved on (ADR-0042).
+        projected = {job_id: rows.get(job_id) for job_id in job_ids}
+        ctx.sql.transaction(lambda: ctx.jobs.clear_dirty(projected, fresh))
+        if ctx.metrics is not None:  # J-194: after the cursor moved; at-most-once, failures are the writer's
+            await ctx.metrics.write(snaps)
+    earliest = None if more else ctx.jobs.earliest_fresh()
+    return more, None if earliest is None else earliest + FIRST_PROJECTION_DELAY_MS
 
 
 async def notify_runs(ctx: ShardContext) -> tuple[bool, bool]:

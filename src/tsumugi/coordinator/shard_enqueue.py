@@ -17,6 +17,14 @@ DEFAULT_TIMEOUT_MS: Final = 60_000  # J-110
 DEFAULT_GUARANTEE: Final = "at-least-once"  # J-106
 DEFAULT_UNIQUE_FOR_MS: Final = 86_400_000  # 24 h reservation (5.2)
 _DEFAULT_BACKOFF_TEXT: Final = jsonwire.dumps(DEFAULT_BACKOFF)  # encoded once, not per job (ADR-0105)
+_PLAIN_KEYS: Final = frozenset({"binding", "payload"})
+_STRING_OPTIONS: Final = (
+    ("concurrency_key", "concurrencyKey"),
+    ("unique_key", "uniqueKey"),
+    ("run_id", "runId"),
+    ("node_id", "nodeId"),
+    ("traceparent", "traceparent"),
+)
 
 
 def _opt(item: Mapping[str, Any], key: str, default: Any) -> Any:
@@ -30,10 +38,17 @@ def enqueue_batch(ctx: ShardContext, inputs: list[Mapping[str, Any]], now_ms: in
 
     The rows are inserted together at the end, with one prepared statement (ADR-0105).
     """
+    id_prefix = ids.shard_name(ctx.binding, ctx.shard_index) + ":"  # J-12, validated once per batch
+    template = job_template(ctx.binding, now_ms)
+    if all(item.keys() <= _PLAIN_KEYS for item in inputs):  # every option at its default (ADR-0120)
+        job_ids = [id_prefix + local_id for local_id in ids.new_local_ids(len(inputs))]
+        payloads = _payload_texts([item.get("payload") for item in inputs])
+        ready, lane_at = scheduled_lane(now_ms, DEFAULT_PRIORITY, now_ms)
+        ctx.jobs.insert_uniform(template, ready, lane_at, list(zip(job_ids, payloads, strict=True)))
+        return job_ids
     out: list[str] = []
     rows: list[tuple[JobRow, int, float]] = []
     new_ids: set[str] = set()
-    id_prefix = ids.shard_name(ctx.binding, ctx.shard_index) + ":"  # J-12, validated once per batch
     fresh_ids = iter(ids.new_local_ids(len(inputs)))
     expired_swept = False
     for item in inputs:
@@ -52,7 +67,7 @@ def enqueue_batch(ctx: ShardContext, inputs: list[Mapping[str, Any]], now_ms: in
             if holder is not None:  # J-33, J-36: the holder's id, not an error (ADR-0021)
                 out.append(holder)
                 continue
-        job = new_job_row(ctx.binding, job_id, item, now_ms)
+        job = new_job_row(job_id, item, now_ms, template)
         ready, lane_at = scheduled_lane(job["run_after"], job["priority"], now_ms)
         rows.append((job, ready, lane_at))
         new_ids.add(job_id)
@@ -69,41 +84,68 @@ def _payload_text(payload: Any) -> str:
         raise EnqueueError(f"payload is not JSON-serializable: {exc}") from exc
 
 
+def _payload_texts(payloads: list[Any]) -> list[str]:
+    """``_payload_text`` of each payload, in one frame: the plain ``enqueue_many`` path (ADR-0120)."""
+    try:
+        return [jsonwire.dumps(payload) for payload in payloads]
+    except (TypeError, ValueError) as exc:
+        raise EnqueueError(f"payload is not JSON-serializable: {exc}") from exc
+
+
 def _backoff_text(backoff: Any) -> str:
     return _DEFAULT_BACKOFF_TEXT if backoff is None else jsonwire.dumps(backoff)  # J-28: None -> default
 
 
-def new_job_row(binding: str, job_id: str, item: Mapping[str, Any], now_ms: int) -> JobRow:
-    """The row of a new SCHEDULED job (J-30)."""
-    run_at = item.get("runAt")
-    run_after = int(run_at) if run_at is not None else now_ms + int(_opt(item, "delayMs", 0))  # J-26
-    expires_at = item.get("expiresAt")
-    if expires_at is None and item.get("expiresInMs") is not None:
-        expires_at = now_ms + int(item["expiresInMs"])  # J-41: relative to enqueue time
+def job_template(binding: str, now_ms: int) -> JobRow:
+    """The row of a new SCHEDULED job with every option at its default (J-30); no id, no payload yet."""
     return {
-        "id": job_id,
+        "id": None,
         "binding": binding,
         "state": "SCHEDULED",
-        "priority": _opt(item, "priority", DEFAULT_PRIORITY),
+        "priority": DEFAULT_PRIORITY,
         "attempts": 0,
-        "max_attempts": int(_opt(item, "maxAttempts", DEFAULT_MAX_ATTEMPTS)),
-        "concurrency_key": item.get("concurrencyKey"),
-        "unique_key": item.get("uniqueKey"),
-        "guarantee": _opt(item, "guarantee", DEFAULT_GUARANTEE),
-        "timeout_ms": int(_opt(item, "timeoutMs", DEFAULT_TIMEOUT_MS)),
-        "backoff": _backoff_text(item.get("backoff")),
-        "run_after": run_after,
+        "max_attempts": DEFAULT_MAX_ATTEMPTS,
+        "concurrency_key": None,
+        "unique_key": None,
+        "guarantee": DEFAULT_GUARANTEE,
+        "timeout_ms": DEFAULT_TIMEOUT_MS,
+        "backoff": _DEFAULT_BACKOFF_TEXT,
+        "run_after": now_ms,
         "created_at": now_ms,
         "updated_at": now_ms,
         "dispatched_at": None,
         "heartbeat_at": None,
         "progress": None,
-        "payload": _payload_text(item.get("payload")),
+        "payload": "null",
         "result": None,
-        "run_id": item.get("runId"),
-        "node_id": item.get("nodeId"),
-        "expires_at": int(expires_at) if expires_at is not None else None,
-        "traceparent": item.get("traceparent"),
+        "run_id": None,
+        "node_id": None,
+        "expires_at": None,
+        "traceparent": None,
         "cancel_requested_at": None,
         "version": seq_floor(now_ms),
     }
+
+
+def new_job_row(job_id: str, item: Mapping[str, Any], now_ms: int, template: JobRow) -> JobRow:
+    """The row of a new SCHEDULED job (J-30): ``template`` (``job_template``) with the item's options."""
+    row = template.copy()
+    row["id"] = job_id
+    row["payload"] = _payload_text(item.get("payload"))
+    if item.keys() <= _PLAIN_KEYS:
+        return row  # nothing but binding and payload: every option is the default (ADR-0120)
+    run_at = item.get("runAt")
+    if run_at is not None or item.get("delayMs") is not None:
+        row["run_after"] = int(run_at) if run_at is not None else now_ms + int(item["delayMs"])  # J-26
+    expires_at = item.get("expiresAt")
+    if expires_at is None and item.get("expiresInMs") is not None:
+        expires_at = now_ms + int(item["expiresInMs"])  # J-41: relative to enqueue time
+    row["expires_at"] = int(expires_at) if expires_at is not None else None
+    row["priority"] = _opt(item, "priority", DEFAULT_PRIORITY)
+    row["max_attempts"] = int(_opt(item, "maxAttempts", DEFAULT_MAX_ATTEMPTS))
+    row["guarantee"] = _opt(item, "guarantee", DEFAULT_GUARANTEE)
+    row["timeout_ms"] = int(_opt(item, "timeoutMs", DEFAULT_TIMEOUT_MS))
+    row["backoff"] = _backoff_text(item.get("backoff"))
+    for column, key in _STRING_OPTIONS:
+        row[column] = item.get(key)
+    return row

@@ -144,7 +144,7 @@ def to_wire_input(options: Mapping[str, Any]) -> dict[str, Any]:
         raise EnqueueError("binding is required")
     if "payload" not in options:
         raise EnqueueError("payload is required")
-    _check_payload(options["payload"])
+    check_payload(options["payload"])
     for first, second in _EXCLUSIVE_PAIRS:
         if first in options and second in options:
             raise EnqueueError(f"{first} and {second} are mutually exclusive")
@@ -155,7 +155,8 @@ def to_wire_input(options: Mapping[str, Any]) -> dict[str, Any]:
     return wire
 
 
-def _check_payload(payload: Any) -> None:
+def check_payload(payload: Any) -> None:
+    """Raise ``EnqueueError`` unless ``payload`` serialises to JSON (J-27)."""
     try:
         jsonwire.dumps(payload)  # J-27: the shard stores JSON(payload)
     except (TypeError, ValueError, RecursionError) as error:

@@ -1,19 +1,62 @@
 """Job rows: insert, conditional transitions, heartbeats, lookups (J-30, J-92; over ``SqlExecutor``).
 
-Every change bumps ``version`` (the snapshot ``seq``) and marks the job dirty in the outbox (J-190).
+Every change bumps ``version`` (the snapshot ``seq``) and marks the job dirty in the outbox (J-190). A new
+job waits in ``fresh`` instead, so a job that settles soon after it was created is projected once: its
+later changes mark the outbox only once it has been projected, or when it finishes (ADR-0119).
 """
 
 from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
+from tsumugi.core.states import TERMINAL_STATES
 from tsumugi.ports import SqlExecutor, SqlValue
 from tsumugi.storage.job_rows import JOB_COLUMNS, JOB_SELECT, JobRow, chunks, job_from_row, seq_floor
 
-_values = operator.itemgetter(*JOB_COLUMNS)  # a row's values in column order, in C
-_INSERT = f"INSERT INTO job (ready, lane_at, {JOB_SELECT}) VALUES ({', '.join('?' * (len(JOB_COLUMNS) + 2))})"
+# Columns every new job has; the others are mostly NULL and are left out of its INSERT, since binding a
+# parameter costs more than the column's default (ADR-0120).
+_ALWAYS_SET: Final = (
+    "id",
+    "binding",
+    "state",
+    "priority",
+    "attempts",
+    "max_attempts",
+    "guarantee",
+    "timeout_ms",
+    "backoff",
+    "run_after",
+    "created_at",
+    "updated_at",
+    "payload",
+    "version",
+)
+_OFTEN_NULL: Final = tuple(column for column in JOB_COLUMNS if column not in _ALWAYS_SET)
+_NONE_OFTEN_NULL: Final = (None,) * len(_OFTEN_NULL)
+_always_values = operator.itemgetter(*_ALWAYS_SET)  # in C
+_often_null_values = operator.itemgetter(*_OFTEN_NULL)
+
+
+def _insert_sql(extra: tuple[str, ...]) -> str:
+    columns = ("ready", "lane_at", *_ALWAYS_SET, *extra)
+    return f"INSERT INTO job ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+
+
+_INSERT: Final = _insert_sql(())
+_INSERT_FRESH: Final = "INSERT INTO fresh (created_at, job_id) VALUES (?, ?)"
+assert _ALWAYS_SET[0] == "id" and _ALWAYS_SET[-2:] == ("payload", "version")  # insert_uniform's layout
+_MARK = "INSERT OR IGNORE INTO outbox (job_id) VALUES (?)"
+# A change to a job still waiting for its first projection needs no mark: that projection reads the row.
+_MARK_UNLESS_FRESH = (
+    "INSERT OR IGNORE INTO outbox (job_id) SELECT ? "
+    "WHERE NOT EXISTS (SELECT 1 FROM fresh WHERE created_at = ? AND job_id = ?)"
+)
+_CLEAR_OUTBOX = "DELETE FROM outbox WHERE job_id = ? AND (SELECT version FROM job WHERE id = ?) = ?"
+_CLEAR_FRESH = (
+    "DELETE FROM fresh WHERE created_at = ? AND job_id = ? AND (SELECT version FROM job WHERE id = ?) = ?"
+)
 
 
 class JobStore:
@@ -48,22 +91,60 @@ class JobStore:
 
     # ------------------------------------------------------------------ writes
     def insert(self, job: JobRow, ready: int, lane_at: float) -> None:
-        self.sql.execute(_INSERT, (ready, lane_at, *_values(job)))
-        self.mark_dirty(job["id"])
+        self.insert_many([(job, ready, lane_at)])
 
     def insert_many(self, rows: list[tuple[JobRow, int, float]]) -> None:
-        """Insert ``(job, ready, lane_at)`` rows and mark them dirty: one statement each (ADR-0105)."""
+        """Insert ``(job, ready, lane_at)`` rows, each waiting for its first projection (ADR-0105, 0119)."""
         if not rows:
             return
-        self.sql.execute_many(_INSERT, [(ready, lane_at, *_values(job)) for job, ready, lane_at in rows])
-        self.mark_dirty_many([job["id"] for job, _, _ in rows])
+        plain: list[tuple[SqlValue, ...]] = []
+        shaped: dict[tuple[str, ...], list[tuple[SqlValue, ...]]] = {}
+        for job, ready, lane_at in rows:
+            if _often_null_values(job) == _NONE_OFTEN_NULL:
+                plain.append((ready, lane_at, *_always_values(job)))
+            else:
+                extra = tuple(column for column in _OFTEN_NULL if job[column] is not None)
+                values = (ready, lane_at, *_always_values(job), *(job[column] for column in extra))
+                shaped.setdefault(extra, []).append(values)
+        if plain:
+            self.sql.execute_many(_INSERT, plain)
+        for extra, values_list in shaped.items():
+            self.sql.execute_many(_insert_sql(extra), values_list)
+        self.sql.execute_many(_INSERT_FRESH, [(job["created_at"], job["id"]) for job, _, _ in rows])
+        settled = [(job["id"],) for job, _, _ in rows if job["state"] in TERMINAL_STATES]
+        if settled:
+            self.sql.execute_many(_MARK, settled)
 
-    def mark_dirty_many(self, job_ids: list[str]) -> None:
-        self.sql.execute_many("INSERT OR IGNORE INTO outbox (job_id) VALUES (?)", [(i,) for i in job_ids])
+    def insert_uniform(
+        self, template: JobRow, ready: int, lane_at: float, ids_and_payloads: list[tuple[str, str]]
+    ) -> None:
+        """Insert SCHEDULED jobs that differ from ``template`` only in id and payload text (ADR-0120).
 
-    def mark_dirty(self, job_id: str) -> None:
-        """Add to the outbox dirty set; free when already dirty (ADR-0042)."""
-        self.sql.execute("INSERT OR IGNORE INTO outbox (job_id) VALUES (?)", (job_id,))
+        The rows ``insert_many`` would write, built without a dict per job: a plain ``enqueue_many``.
+        """
+        if _often_null_values(template) != _NONE_OFTEN_NULL or template["state"] in TERMINAL_STATES:
+            self.insert_many(
+                [({**template, "id": i, "payload": p}, ready, lane_at) for i, p in ids_and_payloads]
+            )
+            return
+        shared = _always_values(template)[1:-2]  # binding .. updated_at, between id and payload
+        version = template["version"]
+        self.sql.execute_many(
+            _INSERT,
+            [(ready, lane_at, job_id, *shared, payload, version) for job_id, payload in ids_and_payloads],
+        )
+        created_at = template["created_at"]
+        self.sql.execute_many(_INSERT_FRESH, [(created_at, job_id) for job_id, _ in ids_and_payloads])
+
+    def mark_changed(self, job: JobRow) -> None:
+        """Mark a changed job for projection (J-190); free when already marked (ADR-0042).
+
+        A finished job is marked at once; a job still waiting for its first projection is left to it.
+        """
+        if job["state"] in TERMINAL_STATES:
+            self.sql.execute(_MARK, (job["id"],))
+        else:
+            self.sql.execute(_MARK_UNLESS_FRESH, (job["id"], job["created_at"], job["id"]))
 
     def update(
         self,
@@ -106,32 +187,61 @@ class JobStore:
         )
         if not rows:
             return None
-        self.mark_dirty(job_id)
-        return job_from_row(rows[0])
+        job = job_from_row(rows[0])
+        self.mark_changed(job)
+        return job
 
     def delete_many(self, job_ids: list[str]) -> None:
         self.sql.execute_many("DELETE FROM attempt WHERE job_id = ?", ((i,) for i in job_ids))
         self.sql.execute_many("DELETE FROM job WHERE id = ?", ((i,) for i in job_ids))
 
-    # ------------------------------------------------------------------ outbox (dirty set)
+    # ------------------------------------------------------------------ outbox (dirty set) and fresh jobs
     def dirty_ids(self, limit: int) -> list[str]:
         return [str(r[0]) for r in self.sql.execute("SELECT job_id FROM outbox LIMIT ?", (limit,))]
 
-    def count_dirty(self) -> int:
-        return int(self.sql.execute("SELECT count(*) FROM outbox")[0][0])  # type: ignore[arg-type]
+    def fresh_ids(self, created_before_ms: int, limit: int) -> dict[str, int]:
+        """New jobs created before ``created_before_ms`` and never projected, oldest first (ADR-0119).
 
-    def clear_dirty(self, projected: Mapping[str, int | None]) -> None:
-        """Remove projected ids unless the job changed again since (its version moved on)."""
-        gone = [(job_id, job_id) for job_id, version in projected.items() if version is None]
-        kept = [(job_id, job_id, version) for job_id, version in projected.items() if version is not None]
+        Maps each id to its ``created_at``, the other half of the ``fresh`` key.
+        """
+        rows = self.sql.execute(
+            "SELECT job_id, created_at FROM fresh WHERE created_at < ? ORDER BY created_at LIMIT ?",
+            (created_before_ms, limit),
+        )
+        return {str(job_id): int(created_at) for job_id, created_at in rows}  # type: ignore[arg-type]
+
+    def earliest_fresh(self) -> int | None:
+        """``created_at`` of the oldest job still waiting for its first projection."""
+        rows = self.sql.execute("SELECT created_at FROM fresh ORDER BY created_at LIMIT 1")
+        return int(rows[0][0]) if rows else None  # type: ignore[arg-type]
+
+    def count_dirty(self) -> int:
+        """Jobs waiting for a projection, marked or fresh (J-185)."""
+        rows = self.sql.execute(
+            "SELECT count(*) FROM (SELECT job_id FROM outbox UNION SELECT job_id FROM fresh)"
+        )
+        return int(rows[0][0])  # type: ignore[arg-type]
+
+    def clear_dirty(self, projected: Mapping[str, JobRow | None], fresh_created: Mapping[str, int]) -> None:
+        """Unmark projected jobs unless they changed again since (their version moved on).
+
+        ``projected`` maps each id to the row that was projected, None for a job that is gone;
+        ``fresh_created`` gives the creation time of ids taken from ``fresh`` (a gone job has no row).
+        """
+        gone = [job_id for job_id, row in projected.items() if row is None]
+        kept = [row for row in projected.values() if row is not None]
         if gone:
             self.sql.execute_many(
-                "DELETE FROM outbox WHERE job_id = ? AND NOT EXISTS (SELECT 1 FROM job WHERE id = ?)", gone
+                "DELETE FROM outbox WHERE job_id = ? AND NOT EXISTS (SELECT 1 FROM job WHERE id = ?)",
+                [(job_id, job_id) for job_id in gone],
+            )
+            self.sql.execute_many(
+                "DELETE FROM fresh WHERE created_at = ? AND job_id = ? "
+                "AND NOT EXISTS (SELECT 1 FROM job WHERE id = ?)",
+                [(fresh_created[job_id], job_id, job_id) for job_id in gone if job_id in fresh_created],
             )
         if kept:
+            self.sql.execute_many(_CLEAR_OUTBOX, [(r["id"], r["id"], r["version"]) for r in kept])
             self.sql.execute_many(
-                "DELETE FROM outbox WHERE job_id = ? AND (SELECT version FROM job WHERE id = ?) = ?", kept
+                _CLEAR_FRESH, [(r["created_at"], r["id"], r["id"], r["version"]) for r in kept]
             )
-
-    def is_dirty(self, job_id: str) -> bool:
-        return bool(self.sql.execute("SELECT 1 FROM outbox WHERE job_id = ?", (job_id,)))

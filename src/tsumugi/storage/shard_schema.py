@@ -64,6 +64,9 @@ SHARD_DDL: Final[tuple[str, ...]] = (
     "finished_at INTEGER NOT NULL, error TEXT, PRIMARY KEY (job_id, attempt)) WITHOUT ROWID",
     # The outbox is a dirty set of job ids; the snapshot is read from the job row when projected.
     "CREATE TABLE IF NOT EXISTS outbox (job_id TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID",
+    # New jobs not yet projected, in creation order: their first projection waits (ADR-0119).
+    "CREATE TABLE IF NOT EXISTS fresh ("
+    "created_at INTEGER NOT NULL, job_id TEXT NOT NULL, PRIMARY KEY (created_at, job_id)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS run_notify ("
     "seq INTEGER PRIMARY KEY, run_id TEXT NOT NULL, event TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS notice ("

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 from tsumugi.clock import FixedClock
 from tsumugi.coordinator.job_shard import JobShard
+from tsumugi.coordinator.snapshots import snapshot
 from tsumugi.ports import JsonDict, ReadModelWriter, RunNamespace
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
 
@@ -69,6 +70,17 @@ class FakeReadModel:
             current = self.jobs.get(snap["id"])
             if current is None or snap["seq"] > current["seq"]:
                 self.jobs[snap["id"]] = dict(snap)
+
+
+def current_snapshot(shard: JobShard, job_id: str) -> JsonDict:
+    """The snapshot a shard would project for ``job_id`` now (J-190); KeyError if the shard has no such job.
+
+    The read model shows it only after a projection, and a new job's first one waits (ADR-0119).
+    """
+    row = shard.ctx.jobs.get(job_id)
+    if row is None:
+        raise KeyError(job_id)
+    return snapshot(row, shard.ctx.attempts.newest(job_id) if row["attempts"] else [])
 
 
 class InProcessShards:

@@ -13,7 +13,7 @@ from tsumugi.clock import FixedClock
 from tsumugi.coordinator.job_shard import JobShard
 from tsumugi.core.ids import shard_name_of
 from tsumugi.performer import JobContext, Performer
-from tsumugi.testing.fakes import FakeReadModel, InProcessShards
+from tsumugi.testing.fakes import InProcessShards, current_snapshot
 
 START = 1_700_000_000_000
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -75,9 +75,8 @@ class Stack:
         await self.shard_of(str(message["jobId"])).report(str(message["jobId"]), outcome)
 
     def snapshot(self, job_id: str) -> dict[str, Any]:
-        read_model = self.shards.read_model
-        assert isinstance(read_model, FakeReadModel)
-        return read_model.jobs[job_id]
+        """The job's snapshot as its shard holds it now: what its next projection writes (J-190)."""
+        return current_snapshot(self.shard_of(job_id), job_id)
 
 
 @pytest.fixture

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tsumugi.coordinator.shard_drains import FIRST_PROJECTION_DELAY_MS
+
 from .conftest import START, Stack
 
 NOT_BLOCKED = {"capacity": False, "tokens": False, "perKey": False, "perKeyTokens": False, "paused": False}
@@ -150,8 +152,10 @@ async def test_diagnostics_report_each_limit_and_the_policy_in_force() -> None:
     await stack.enqueue()
     await stack.tick()
     after = await handle.diagnostics()
-    assert (after["active"], after["outbox"]) == (3, 0)
+    assert (after["active"], after["outbox"]) == (3, 3)  # ADR-0119: new jobs wait for their first projection
     assert after["blocked"] == {**NOT_BLOCKED, "capacity": True}
+    await stack.tick_at(stack.clock.now() + FIRST_PROJECTION_DELAY_MS)
+    assert (await handle.diagnostics())["outbox"] == 0
     await stack.report(message, {"ok": True})
     await stack.tick()
     assert (await handle.diagnostics())["blocked"] == {**NOT_BLOCKED, "tokens": True}

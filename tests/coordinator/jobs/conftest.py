@@ -9,7 +9,7 @@ import pytest
 
 from tsumugi.clock import FixedClock
 from tsumugi.coordinator.job_shard import JobShard
-from tsumugi.testing.fakes import FakeAlarm, FakeQueue, FakeReadModel, InProcessShards
+from tsumugi.testing.fakes import FakeAlarm, FakeQueue, FakeReadModel, InProcessShards, current_snapshot
 
 START = 1_700_000_000_000
 
@@ -70,7 +70,8 @@ class Harness:
         return await self.tick()
 
     def snap(self, job_id: str) -> dict[str, Any]:
-        return self.read_model.jobs[job_id]
+        """The job's snapshot as the shard holds it now: what its next projection writes (J-190)."""
+        return current_snapshot(self.shard, job_id)
 
     async def state(self, job_id: str) -> str | None:
         return await self.shard.state_of(job_id)

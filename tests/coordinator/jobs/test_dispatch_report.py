@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from tsumugi.coordinator.shard_drains import FIRST_PROJECTION_DELAY_MS
 from tsumugi.core.outcome import RESULT_NOT_STORED
 
 from .conftest import START, Harness
@@ -101,7 +102,9 @@ async def test_retryable_failure_schedules_with_backoff(h: Harness) -> None:
         "finished_at": START + 5,
         "error": "e" * 2000,
     }
-    assert h.alarm.at == START + 1005
+    assert h.alarm.at == START + FIRST_PROJECTION_DELAY_MS  # ADR-0119: the new job's first projection
+    assert await h.tick_at(START + FIRST_PROJECTION_DELAY_MS) == []
+    assert h.read_model.jobs[job_id]["state"] == "SCHEDULED" and h.alarm.at == START + 1005
     [message] = await h.tick_at(START + 1005)
     assert message["attempt"] == 2  # J-116: attempts + 1
 

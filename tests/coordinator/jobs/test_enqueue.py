@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tsumugi.coordinator.shard_drains import FIRST_PROJECTION_DELAY_MS
 from tsumugi.core.ids import parse_job_id
 
 from .conftest import START, Harness
@@ -46,6 +47,8 @@ async def test_delay_and_run_at(h: Harness) -> None:
     at = await h.enqueue(runAt=START + 2000)
     past = await h.enqueue(runAt=START - 10)
     assert [m["jobId"] for m in await h.tick()] == [past]
+    assert h.alarm.at == START + FIRST_PROJECTION_DELAY_MS  # ADR-0119: the new jobs' first projection
+    assert await h.tick_at(START + FIRST_PROJECTION_DELAY_MS) == []
     assert h.alarm.at == START + 2000
     assert [m["jobId"] for m in await h.tick_at(START + 2000)] == [at]
     assert [m["jobId"] for m in await h.tick_at(START + 5000)] == [delayed]
@@ -100,3 +103,19 @@ async def test_carried_settings_apply_and_skip_unchanged_writes(h: Harness) -> N
     assert (await h.shard.diagnostics())["policy"]["concurrency"] == 100  # omitted fields revert
     await h.enqueue()  # no settings: nothing changes
     assert (await h.shard.diagnostics())["policy"]["concurrency"] == 100
+
+
+async def test_plain_inputs_write_the_rows_the_full_path_writes(h: Harness) -> None:
+    # J-28, J-30 (ADR-0120): a group of {binding, payload} inputs takes the short path; an explicit None
+    # option is the default but takes the full path. Apart from the id, the stored rows are the same.
+    plain = await h.shard.enqueue_many([{"binding": "MAIL", "payload": {"n": 1.0}}])
+    full = await h.shard.enqueue_many([{"binding": "MAIL", "payload": {"n": 1.0}, "priority": None}])
+
+    def stored(job_id: str) -> dict[str, object]:
+        columns = [row[1] for row in h.shard.ctx.sql.execute("PRAGMA table_info(job)")]
+        [values] = h.shard.ctx.sql.execute("SELECT * FROM job WHERE id = ?", (job_id,))
+        return {c: v for c, v in zip(columns, values, strict=True) if c != "id"}
+
+    assert stored(plain[0]) == stored(full[0])
+    assert stored(plain[0])["payload"] == '{"n":1}'  # A-10: an integral float prints like JavaScript
+    assert h.shard.ctx.jobs.fresh_ids(START + 1, 10) == {plain[0]: START, full[0]: START}  # ADR-0119

@@ -48,7 +48,7 @@ async def test_unanswered_request_cancels_after_grace(h: Harness) -> None:
     # J-135: no report within reaper_grace_ms of the request -> CANCELLED
     job_id = await h.enqueue(timeoutMs=600_000)
     await h.tick()
-    h.clock.advance(1000)
+    await h.tick_at(START + 1000)  # ADR-0119: the new job's first projection is due now
     await h.shard.cancel(job_id)
     assert h.alarm.at == START + 1000 + 30_000
     await h.tick_at(START + 1000 + 29_999)

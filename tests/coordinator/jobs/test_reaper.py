@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tsumugi.coordinator.shard_drains import FIRST_PROJECTION_DELAY_MS
+
 from .conftest import START, Harness
 
 DEADLINE = 60_000 + 30_000  # default timeout_ms + reaper_grace_ms
@@ -26,6 +28,7 @@ async def test_reaper_deadline_is_inclusive(h: Harness) -> None:
     # J-111: the reaper acts when now >= deadline
     job_id = await h.enqueue()
     await h.tick()
+    await h.tick_at(START + FIRST_PROJECTION_DELAY_MS)  # ADR-0119: the new job's first projection
     assert h.alarm.at == START + DEADLINE
     await h.tick_at(START + DEADLINE - 1)
     assert await h.state(job_id) == "QUEUED"

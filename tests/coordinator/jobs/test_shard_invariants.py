@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tsumugi.clock import FixedClock
+from tsumugi.coordinator.shard_drains import FIRST_PROJECTION_DELAY_MS
 from tsumugi.testing.fakes import FakeReadModel, InProcessShards
 
 START = 1_700_000_000_000
@@ -66,6 +67,7 @@ async def run(sequence: list[tuple[Any, ...]]) -> None:
         assert sum(counts.values()) <= CONCURRENCY  # J-143.1: exact
         for key, limit in PER_KEY.items():
             assert counts.get(key, 0) <= limit  # J-143.3 with the override
+    clock.advance(FIRST_PROJECTION_DELAY_MS)  # ADR-0119: every new job's first projection is due
     await shards.settle()
     read_model = shards.read_model
     assert isinstance(read_model, FakeReadModel)

@@ -14,7 +14,7 @@ async def test_completed_jobs_swept_after_retention(h: Harness) -> None:
     assert h.alarm.at == START + 1001
     await h.tick_at(START + 1001)
     assert await h.state(job_id) is None
-    assert h.snap(job_id)["state"] == "COMPLETED"  # the read model keeps it (J-195)
+    assert h.read_model.jobs[job_id]["state"] == "COMPLETED"  # the read model keeps it (J-195)
 
 
 async def test_failed_jobs_kept_for_failed_retention_then_gone(h: Harness) -> None:

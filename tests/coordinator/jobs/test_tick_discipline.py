@@ -8,6 +8,7 @@ import pytest
 
 from tsumugi.clock import FixedClock
 from tsumugi.coordinator.job_shard import JobShard
+from tsumugi.coordinator.shard_drains import FIRST_PROJECTION_DELAY_MS
 from tsumugi.errors import EnqueueError
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
 from tsumugi.testing.fakes import FakeAlarm, FakeQueue
@@ -26,6 +27,7 @@ async def test_alarms_only_move_earlier(h: Harness) -> None:
     assert h.alarm.at == START  # J-31
     job_id = await h.enqueue()
     await h.tick()
+    await h.tick_at(START + FIRST_PROJECTION_DELAY_MS)  # ADR-0119: the new jobs' first projection
     assert h.alarm.at == START + 10_000
     await h.shard.cancel(job_id)  # asks for now + grace, later than the armed alarm
     assert h.alarm.at == START + 10_000
@@ -85,12 +87,16 @@ async def test_metrics_get_the_projected_snapshots() -> None:
     # J-194: written from the same snapshots, after the outbox moved
     metrics = RecordingMetrics()
     alarm, queue = FakeAlarm(), FakeQueue()
-    shard = JobShard(
-        "M#0", SqliteExecutor(), clock=FixedClock(START), alarm=alarm, queue=queue, metrics=metrics
-    )
-    [job_id] = await shard.enqueue_many([{"binding": "M", "payload": 1}])
+    clock = FixedClock(START)
+    shard = JobShard("M#0", SqliteExecutor(), clock=clock, alarm=alarm, queue=queue, metrics=metrics)
+    [settled, slow] = await shard.enqueue_many([{"binding": "M", "payload": 1}, {"binding": "M"}])
     await shard.alarm()
-    await shard.report(job_id, {"ok": True})
+    await shard.report(settled, {"ok": True})
     await shard.alarm()
-    assert metrics.states == ["QUEUED", "COMPLETED"]
+    assert metrics.states == ["COMPLETED"]  # ADR-0119: it settled before its first projection was due
+    clock.set(START + FIRST_PROJECTION_DELAY_MS)
+    await shard.alarm()
+    await shard.report(slow, {"ok": True})
+    await shard.alarm()
+    assert metrics.states == ["COMPLETED", "QUEUED", "COMPLETED"]
     assert (await shard.diagnostics())["outbox"] == 0

@@ -36,7 +36,7 @@ class SqliteExecutor:
             cursor.close()
 
     def execute_many(self, sql: str, rows: Iterable[Sequence[SqlValue]]) -> None:
-        self._conn.executemany(sql, (tuple(r) for r in rows)).close()
+        self._conn.executemany(sql, rows).close()  # sqlite3 binds any sequence of parameters
 
     def transaction(self, fn: Callable[[], T]) -> T:
         if self._depth > 0:
