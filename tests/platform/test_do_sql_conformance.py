@@ -23,7 +23,8 @@ from tests.platform.replay_client import ReplayServer
 
 pytestmark = pytest.mark.platform
 
-RECORDED_SUITES = ("tests/coordinator", "tests/local")
+# The storage contract suite runs on Durable Object SQLite this way too (STYLE.md habit 10).
+RECORDED_SUITES = ("tests/storage", "tests/coordinator", "tests/local")
 SUITE_TIMEOUT_S = 200  # fail clearly before the 300 s pytest-timeout of the whole test
 
 
@@ -46,7 +47,7 @@ def describe(report: ReplayReport) -> str:
 
 
 def record_suites(target: Path) -> SqlRecording:
-    """Run the coordinator and local-runtime suites with every SqliteExecutor statement recorded."""
+    """Run the storage, coordinator and local-runtime suites with every SqliteExecutor statement recorded."""
     command = [
         sys.executable, "-m", "pytest", *RECORDED_SUITES, "-q", "-p", "no:cacheprovider",
         "-p", "tests.platform.sql_recording_plugin",

@@ -1,7 +1,9 @@
 """The shard storage contract: every ``SqlExecutor`` runs the same schema and named queries the same way.
 
-Parametrised over executors (STYLE.md habit 10): today CPython sqlite3; a Durable Object executor joins
-by adding a factory to ``EXECUTORS``.
+Parametrised over executors (STYLE.md habit 10). It runs here on CPython sqlite3; every statement it issues
+is also recorded and replayed on real Durable Object SQLite in Miniflare, which must answer identically
+(``tests/platform/test_do_sql_conformance.py``: Durable Object SQL is synchronous only inside the object, so
+the suite cannot drive it call by call from here).
 """
 
 from __future__ import annotations
