@@ -79,15 +79,24 @@ class RecordingShards:
         return RecordingShard(name, self.calls, self.outcomes)
 
 
+APP_HEADER = "x-test-app"
+
+
 @dataclass
 class Switchboard:
-    """One uvicorn server for a whole session; each test points it at the app it is checking."""
+    """One uvicorn server for a whole session; each client's requests reach the app it was made for."""
 
     base_url: str
-    app: Any = None
+    apps: dict[str, Any] = field(default_factory=dict)
+
+    def register(self, app: Any) -> str:
+        key = str(len(self.apps))
+        self.apps[key] = app
+        return key
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await self.app(scope, receive, send)
+        headers = dict(scope.get("headers") or [])
+        await self.apps[headers[APP_HEADER.encode()].decode()](scope, receive, send)
 
 
 @dataclass
@@ -104,10 +113,14 @@ class Harness:
         return create_rest_app(replace(self.options, **changes))
 
     def client(self, app: Any = None, headers: dict[str, str] | None = None) -> httpx.AsyncClient:
-        transport = httpx.ASGITransport(app=app if app is not None else self.app())
-        return httpx.AsyncClient(
-            transport=transport, base_url="http://tsumugi.test", headers=AUTH if headers is None else headers
-        )
+        """A client for ``app``: in-process over ASGI, or through the shared uvicorn server."""
+        target = app if app is not None else self.app()
+        sent = AUTH if headers is None else headers
+        if self.switchboard is not None:
+            routed = {**sent, APP_HEADER: self.switchboard.register(target)}
+            return httpx.AsyncClient(base_url=self.switchboard.base_url, headers=routed)
+        transport = httpx.ASGITransport(app=target)
+        return httpx.AsyncClient(transport=transport, base_url="http://tsumugi.test", headers=sent)
 
     async def add_jobs(self, *snapshots: dict[str, Any]) -> None:
         await D1ReadModelWriter(self.db).upsert_jobs(list(snapshots))

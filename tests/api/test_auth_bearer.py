@@ -55,10 +55,10 @@ async def test_cookie_is_ignored_without_a_cookie_name(harness: Harness) -> None
 
 
 async def test_a_resolver_without_value_rejects_everything(harness: Harness) -> None:
-    # never opens up, even for an empty presented token.
+    # never opens up, even for an empty presented token (A-79: two spaces present "").
     for value in (None, ""):
         auth = bearer_auth(lambda env, v=value: v)
-        assert await _status(harness, {"authorization": "Bearer "}, auth=auth) == 401
+        assert await _status(harness, {"authorization": "Bearer  x"}, auth=auth) == 401
         assert await _status(harness, {"authorization": f"Bearer {TOKEN}"}, auth=auth) == 401
 
 

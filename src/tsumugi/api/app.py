@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
@@ -22,6 +23,7 @@ from tsumugi.storage.read_model_migrations import MigrationGate
 
 Handler = Callable[[RequestContext], Awaitable[Response]]
 _SEGMENT: Final = "([^/]+)"
+_log = logging.getLogger("tsumugi.api")
 
 # literal bulk routes come before the {id} routes; methods must match exactly.
 ROUTES: Final[tuple[tuple[str, str, Handler], ...]] = (
@@ -142,7 +144,12 @@ class _PipelineMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        response = await self.pipeline.handle(Request(scope, receive))
+        try:
+            response = await self.pipeline.handle(Request(scope, receive))
+        except Exception:
+            # the framework's plain 500, with the charset spelling of every other text body.
+            _log.exception("unhandled error in %s %s", scope.get("method"), scope.get("path"))
+            response = PlainTextResponse("Internal Server Error", status_code=500, media_type=TEXT_MEDIA_TYPE)
         await response(scope, receive, send)
 
 

@@ -71,7 +71,7 @@ def _decode(token: str) -> tuple[dict[str, Any], dict[str, Any], list[str]] | No
 
 
 class AccessAuth:
-    """``access_auth(team_domain, aud)``: see A-83..A-87. Claims go to ``request.state.access_claims``."""
+    """``access_auth(team_domain, aud)``: see A-83..A-87. Claims go to ``request.state.accessClaims``."""
 
     def __init__(
         self,
@@ -143,7 +143,9 @@ class AccessAuth:
         claims = await self.verify(token)
         if claims is None:
             return unauthorized()
-        request.state.access_claims = claims  # A-87: "accessClaims" downstream
+        # A-87: downstream handlers find the claims under the spec's name and the Python spelling.
+        request.state.accessClaims = claims
+        request.state.access_claims = claims
         return None
 
 

@@ -149,6 +149,10 @@ class BlockedFlags(BaseModel):
     capacity: bool
     tokens: bool
     perKey: bool
+    # J-149b and the seed page: diagnostics show a pause; passed through when the shard reports one.
+    paused: bool | Omitted = Field(
+        default=None, description="a pause held back a ready job on the last tick (newer release)"
+    )
 
 
 class BindingDiagnostics(BaseModel):

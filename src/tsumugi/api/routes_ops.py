@@ -16,6 +16,7 @@ from tsumugi.api.wire import (
     error_response,
     is_finite_number,
     js_number,
+    json_response,
     model_response,
     read_json_body,
 )
@@ -34,7 +35,7 @@ async def get_diagnostics(ctx: RequestContext) -> Response:
     names = list(ctx.options.performers or ())
     answers = await asyncio.gather(*(ctx.shards.get(f"{name}#0").diagnostics() for name in names))
     body = Diagnostics.model_validate({"shard": 0, "bindings": dict(zip(names, answers, strict=True))})
-    return model_response(body)
+    return json_response(body.model_dump(mode="json", exclude_none=True))  # no pause reported: no key
 
 
 def _is_count(value: Any) -> bool:

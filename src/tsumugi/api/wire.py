@@ -90,9 +90,11 @@ def _reject_constant(name: str) -> Any:
 async def read_json_body(request: Request) -> Any:
     """Parse the body as JSON whatever the Content-Type (A-3); raise BodyError on empty or invalid."""
     raw = await request.body()
+    # As the Fetch API's text(): a leading BOM is dropped and invalid UTF-8 becomes U+FFFD.
+    text = raw.decode("utf-8-sig", errors="replace")
     try:
-        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
         raise BodyError("body must be valid JSON") from exc
 
 
