@@ -34,7 +34,8 @@ if TYPE_CHECKING:
         shard_name,
         shard_name_of,
     )
-    from tsumugi.core.schedules import ScheduleContext
+    from tsumugi.core.cron import next_cron_at, parse_cron
+    from tsumugi.core.schedules import ScheduleContext, next_occurrence, normalize_schedules
     from tsumugi.core.states import JobState
     from tsumugi.errors import (
         ConfigurationError,
@@ -69,6 +70,10 @@ _ORIGINS: dict[str, str] = {
     "SystemClock": "tsumugi.clock",
     "Flow": "tsumugi.core.flow.model",
     "ScheduleContext": "tsumugi.core.schedules",
+    "next_occurrence": "tsumugi.core.schedules",
+    "normalize_schedules": "tsumugi.core.schedules",
+    "next_cron_at": "tsumugi.core.cron",
+    "parse_cron": "tsumugi.core.cron",
     "JobState": "tsumugi.core.states",
     "create_flow": "tsumugi.flows",
     **dict.fromkeys(
@@ -153,6 +158,10 @@ __all__ = [
     "enqueue_many",
     "format_job_id",
     "hash_to_shard",
+    "next_cron_at",
+    "next_occurrence",
+    "normalize_schedules",
+    "parse_cron",
     "parse_job_id",
     "remote",
     "resolve_shard",

@@ -14,20 +14,13 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, overload
 
 from tsumugi.core.flow.ids import validate_node_id
-from tsumugi.core.flow.model import (
-    JOB_OPTION_KEYS,
-    ConcurrencyKey,
-    Flow,
-    Mapper,
-    NodeKind,
-    NodeSpec,
-    Trigger,
-    validate_deadline_ms,
-)
+from tsumugi.core.flow.model import ConcurrencyKey, Flow, Mapper, NodeKind, NodeSpec, validate_deadline_ms
+from tsumugi.core.flow.node_options import job_options, refuse_unique_key, trigger_of
 from tsumugi.core.flow.validation import validate_flows
 from tsumugi.errors import InvalidFlowError
 
@@ -70,18 +63,21 @@ class FlowBuilder:
         priority: float | None = None,
         guarantee: str | None = None,
         concurrency_key: ConcurrencyKey = None,
+        unique_key: None = None,
     ) -> NodeRef:
         """A job node: one job whose payload is ``input(flow_input, deps)`` (F-14)."""
-        options = _options(max_attempts, backoff, delay_ms, run_at, timeout_ms, priority, guarantee)
+        edges = self._edges(id, after)  # F-12 checks come first
+        refuse_unique_key(id, unique_key)
+        options = job_options(id, max_attempts, backoff, delay_ms, run_at, timeout_ms, priority, guarantee)
         return self._add(
             NodeSpec(
                 id=id,
                 kind=NodeKind.JOB,
                 binding=binding,
-                after=self._edges(id, after),
+                after=edges,
                 input=input,
                 when=when,
-                trigger=_trigger(id, trigger, after),
+                trigger=trigger_of(id, trigger, after),
                 options=options,
                 concurrency_key=concurrency_key,
             )
@@ -107,23 +103,26 @@ class FlowBuilder:
         priority: float | None = None,
         guarantee: str | None = None,
         concurrency_key: ConcurrencyKey = None,
+        unique_key: None = None,
     ) -> NodeRef:
         """One child job per item of ``over(flow_input, deps)``; dependents see the summary (F-15).
 
         ``collect=True`` adds ``results`` (child key -> result) to that summary (ADR-0072).
         """
-        options = _options(max_attempts, backoff, delay_ms, run_at, timeout_ms, priority, guarantee)
+        edges = self._edges(id, after)  # F-12 checks come first
+        refuse_unique_key(id, unique_key)
+        options = job_options(id, max_attempts, backoff, delay_ms, run_at, timeout_ms, priority, guarantee)
         return self._add(
             NodeSpec(
                 id=id,
                 kind=NodeKind.FAN_OUT,
                 binding=binding,
-                after=self._edges(id, after),
+                after=edges,
                 input=input,
                 over=over,
                 key=key,
                 when=when,
-                trigger=_trigger(id, trigger, after),
+                trigger=trigger_of(id, trigger, after),
                 options=options,
                 concurrency_key=concurrency_key,
                 collect=bool(collect),
@@ -151,7 +150,7 @@ class FlowBuilder:
                 after=self._edges(id, after),
                 input=input,
                 when=when,
-                trigger=_trigger(id, trigger, after),
+                trigger=trigger_of(id, trigger, after),
                 target=flow,
             )
         )
@@ -161,6 +160,8 @@ class FlowBuilder:
         validate_node_id(node_id)
         if node_id in self._nodes:
             raise InvalidFlowError(f"duplicate node id: {node_id}")
+        if after is not None and not isinstance(after, Mapping):
+            raise InvalidFlowError(f"after must be a mapping of names to node references: {node_id}")
         edges: dict[str, str] = {}
         for name, ref in (after or {}).items():
             dep = ref.id if isinstance(ref, NodeRef) else str(ref)
@@ -174,6 +175,12 @@ class FlowBuilder:
             raise InvalidFlowError(f"input must be a function: {spec.id}")
         if spec.kind is NodeKind.FAN_OUT and not callable(spec.over):
             raise InvalidFlowError(f"over must be a function: {spec.id}")
+        for name, fn in (("key", spec.key), ("when", spec.when)):
+            if fn is not None and not callable(fn):
+                raise InvalidFlowError(f"{name} must be a function: {spec.id}")
+        key = spec.concurrency_key
+        if key is not None and not isinstance(key, str) and not callable(key):
+            raise InvalidFlowError(f"concurrency_key must be a string or a function: {spec.id}")
         if spec.kind is not NodeKind.SUBFLOW:
             self._check_performer(spec)
         self._nodes[spec.id] = spec
@@ -181,7 +188,10 @@ class FlowBuilder:
 
     def _check_performer(self, spec: NodeSpec) -> None:
         """F-14: a node can never set unique_key; a required concurrency_key must be given."""
-        requires: frozenset[str] = getattr(self._performers.get(spec.binding), "requires", frozenset())
+        entry = self._performers.get(spec.binding)
+        # A remote() marker carries the performer class it stands for (J-62).
+        cls = entry if isinstance(entry, type) else getattr(entry, "performer", None)
+        requires: frozenset[str] = frozenset(getattr(cls, "requires", None) or ())
         if "unique_key" in requires:
             raise InvalidFlowError(f"{spec.binding} requires unique_key, which nodes cannot set: {spec.id}")
         if "concurrency_key" in requires and spec.concurrency_key is None:
@@ -201,7 +211,7 @@ class FlowFactory:
         self._performers = performers
 
     @overload
-    def __call__(self, build: BuildFn, *, deadline_ms: int | None = None) -> Flow: ...
+    def __call__(self, build: BuildFn, deadline_ms: int | None = None) -> Flow: ...
 
     @overload
     def __call__(
@@ -209,34 +219,20 @@ class FlowFactory:
     ) -> Callable[[BuildFn], Flow]: ...
 
     def __call__(
-        self, build: BuildFn | None = None, *, deadline_ms: int | None = None
+        self, build: BuildFn | None = None, deadline_ms: int | None = None
     ) -> Flow | Callable[[BuildFn], Flow]:
         if build is None:
             return lambda fn: self(fn, deadline_ms=deadline_ms)
         # F-11: the deadline is checked before build runs.
         deadline = None if deadline_ms is None else validate_deadline_ms(deadline_ms)
         builder = FlowBuilder(self._performers)
-        build(builder)
+        returned = build(builder)
+        if inspect.iscoroutine(returned):  # F-11: build runs synchronously; an async one declared nothing
+            returned.close()
+            raise InvalidFlowError("build must be a plain function, not async")
         return builder.build(deadline)
 
 
 def create_flow(performers: Mapping[str, Any]) -> FlowFactory:
     """The ``flow`` factory for these performers (F-11; the seed's ``createFlow``)."""
     return FlowFactory(performers)
-
-
-def _trigger(node_id: str, trigger: str | None, after: Mapping[str, NodeRef] | None) -> Trigger | None:
-    """T-1: one of success/failure/always, and only on a node that has dependencies."""
-    if trigger is None:
-        return None
-    if not after:
-        raise InvalidFlowError(f"trigger requires after: {node_id}")
-    try:
-        return Trigger(trigger)
-    except ValueError:
-        raise InvalidFlowError(f"trigger must be 'success', 'failure' or 'always': {node_id}") from None
-
-
-def _options(*values: Any) -> dict[str, Any]:
-    """The set job options keyed by their camelCase wire names, in JOB_OPTION_KEYS order."""
-    return {wire: v for wire, v in zip(JOB_OPTION_KEYS.values(), values, strict=True) if v is not None}

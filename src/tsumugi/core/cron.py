@@ -73,6 +73,8 @@ def _entry(entry: str, field: _Field) -> set[int]:
     span = parts[0]
     if len(parts) == 2 and span != "*" and "-" not in span:
         raise InvalidCronError(f"step requires a range: {entry}")
+    # The step is read before the range, so "5-1/0" reports the step (the original's order).
+    step = _value(parts[1], f"{field.label} step", 1, field.high - field.low + 1) if len(parts) == 2 else 1
     if span == "*":
         start, end = field.low, field.high
     else:
@@ -83,9 +85,6 @@ def _entry(entry: str, field: _Field) -> set[int]:
         end = _value(bounds[-1], field.label, field.low, field.high)
         if start > end:
             raise InvalidCronError(f"{field.label} range is reversed: {span}")
-    step = 1
-    if len(parts) == 2:
-        step = _value(parts[1], f"{field.label} step", 1, field.high - field.low + 1)
     return set(range(start, end + 1, step))
 
 
@@ -123,7 +122,7 @@ def next_cron_at(spec: CronSpec, after_ms: int) -> int:
     day_start = cursor // DAY_MS * DAY_MS
     first_minute = (cursor - day_start) // MINUTE_MS
     epoch = dt.date(1970, 1, 1)
-    for offset in range(SEARCH_DAYS + 1):
+    for offset in range(SEARCH_DAYS):  # days 0..1829 from the cursor's day (S-9)
         day = epoch + dt.timedelta(milliseconds=day_start + offset * DAY_MS)
         if not spec.matches_day(day):
             continue

@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, overload
 
 from tsumugi.core import jsonwire
+from tsumugi.core.config import backoff_from
 from tsumugi.core.cron import CronSpec, next_cron_at, parse_cron
-from tsumugi.errors import InvalidCronError, InvalidScheduleError
+from tsumugi.core.options import to_wire_input
+from tsumugi.errors import EnqueueError, InvalidCronError, InvalidScheduleError
 
 _NAME_RE: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")  # S-2.1: names become part of job and run ids
 MIN_EVERY_MS: Final = 1000  # S-2.5: the scheduler's alarm granularity
@@ -91,6 +93,10 @@ def _target(
             raise InvalidScheduleError(f"flow is not registered: {name} -> {flow}")
         if "input" not in spec:
             raise InvalidScheduleError(f"input is required: {name}")
+        deadline = spec.get("deadline_ms")
+        if deadline is not None and (_integral(deadline) is None or deadline <= 0):
+            # S-1: caught now, not as a last_error at every firing (F-11's rule for deadlines)
+            raise InvalidScheduleError(f"deadline_ms must be a positive integer: {name}")
         return "flow", flow
     binding = str(spec["binding"])
     if binding not in shards_of:
@@ -104,7 +110,25 @@ def _target(
         raise InvalidScheduleError(f"{binding} requires unique_key, which schedules cannot set: {name}")
     if "concurrency_key" in requires and spec.get("concurrency_key") is None:
         raise InvalidScheduleError(f"concurrency_key is required by {binding}: {name}")
+    _check_job_options(name, spec)
     return "job", binding
+
+
+def _with_backoff(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The definition with a backoff mapping read once, so it is enqueued in its stored form (J-101)."""
+    backoff = spec.get("backoff")
+    if not isinstance(backoff, Mapping):
+        return spec
+    return {**spec, "backoff": backoff_from(backoff)}  # valid: _check_job_options ran first
+
+
+def _check_job_options(name: str, spec: Mapping[str, Any]) -> None:
+    """S-1, S-3: the job options obey the enqueue rules (J-29) now, not at every firing."""
+    given = {k: spec[k] for k in (*JOB_OPTIONS, "partition_key") if spec.get(k) is not None}
+    try:
+        to_wire_input({"binding": "schedule", "payload": None, **given})
+    except EnqueueError as error:
+        raise InvalidScheduleError(f"invalid job option in schedule {name}: {error}") from None
 
 
 def normalize_schedules(
@@ -130,7 +154,8 @@ def normalize_schedules(
             raise InvalidScheduleError(f"overlap must be 'skip' or 'overlap': {name}")
         every_ms, cron = _timing(name, spec)
         kind, target = _target(name, spec, shards_of, requires_of, flow_names)
-        normalized.append(ScheduleDef(name, kind, target, every_ms, cron, overlap, spec))
+        definition = _with_backoff(spec) if kind == "job" else spec
+        normalized.append(ScheduleDef(name, kind, target, every_ms, cron, overlap, definition))
     return sorted(normalized, key=lambda d: d.name)
 
 
@@ -139,8 +164,42 @@ def fingerprint(defs: Collection[ScheduleDef]) -> str:
     return jsonwire.dumps([d.fingerprint_entry() for d in sorted(defs, key=lambda d: d.name)])
 
 
-def next_occurrence(every_ms: int | None, cron: CronSpec | None, previous: int | None, now_ms: int) -> int:
-    """The next occurrence strictly after ``now_ms``, keeping the phase of ``previous`` (S-10, S-11)."""
+Timing = ScheduleDef | Mapping[str, Any]  # what the spec's next_occurrence(timing, previous, now) reads
+
+
+def _timing_of(timing: Timing) -> tuple[int | None, CronSpec | None]:
+    if isinstance(timing, ScheduleDef):
+        every_ms, cron = timing.every_ms, timing.cron
+    else:
+        every_ms, cron = timing.get("every_ms"), timing.get("cron")
+    return every_ms, parse_cron(cron) if cron is not None else None
+
+
+@overload
+def next_occurrence(timing: Timing, previous: int | None, now_ms: int, /) -> int: ...
+
+
+@overload
+def next_occurrence(
+    every_ms: int | None, cron: CronSpec | None, previous: int | None, now_ms: int, /
+) -> int: ...
+
+
+def next_occurrence(*args: Any) -> int:
+    """The next occurrence strictly after ``now_ms``, keeping the phase of ``previous`` (S-10, S-11).
+
+    Called as ``(every_ms, cron_spec, previous, now_ms)`` or, as the spec writes it, ``(timing,
+    previous, now_ms)`` with a ScheduleDef or a ``{every_ms, cron}`` mapping (cron as text).
+    """
+    every_ms: int | None
+    cron: CronSpec | None
+    previous: int | None
+    now_ms: int
+    if len(args) == 3:
+        every_ms, cron = _timing_of(args[0])
+        previous, now_ms = args[1], args[2]
+    else:
+        every_ms, cron, previous, now_ms = args
     if every_ms is not None:
         if previous is None:
             return now_ms + every_ms

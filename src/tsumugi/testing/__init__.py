@@ -1,6 +1,7 @@
 """The shipped test harness: fakes, helpers and simulators for code built on Tsumugi."""
 
 from tsumugi.core.backoff import next_attempt
+from tsumugi.core.flow.advance import advance, is_node_terminal
 from tsumugi.core.schedule import schedule
 from tsumugi.testing.context import (
     DEFAULT_TEST_JOB_ID,
@@ -16,8 +17,10 @@ __all__ = [
     "SimulatedNode",
     "SimulationResult",
     "TestJobContext",
+    "advance",
     "create_test_context",
     "fixed_clock",
+    "is_node_terminal",
     "next_attempt",
     "run_performer",
     "schedule",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 TERMINAL_NODE_STATES: Final = frozenset({"COMPLETED", "FAILED", "CANCELLED", "STALLED", "SKIPPED"})  # F-29
 FAILED_NODE_STATES: Final = frozenset({"FAILED", "STALLED", "CANCELLED"})  # T-1: "actually failed"
@@ -50,6 +50,20 @@ class Decision:
 class Progress:
     decisions: list[Decision] = field(default_factory=list)
     state: str = "RUNNING"
+
+
+def view_of(node: Mapping[str, Any]) -> NodeView:
+    """A NodeView from a plain mapping; absent fields take the static-node defaults."""
+    return NodeView(
+        id=node["id"],
+        state=node["state"],
+        container=bool(node.get("container", False)),
+        subflow=bool(node.get("subflow", False)),
+        parent=node.get("parent"),
+        origin=node.get("origin") or "static",
+        after=tuple(node.get("after") or ()),
+        trigger=node.get("trigger") or "success",
+    )
 
 
 def is_node_terminal(state: str) -> bool:
@@ -160,17 +174,24 @@ def _gate(node: NodeView, tree: NodeFlags) -> Decision | None:
     return Decision(DecisionType.START_RUN if node.subflow else DecisionType.START, node.id)
 
 
-def advance(nodes: Sequence[NodeView], *, cancelling: bool, expired: bool = False) -> Progress:
-    """Decide what happens next in a run and what state it is in (F-32, F-33, T-5)."""
-    tree = _Tree(nodes)
+def advance(
+    nodes: Sequence[NodeView | Mapping[str, Any]], *, cancelling: bool, expired: bool = False
+) -> Progress:
+    """Decide what happens next in a run and what state it is in (F-32, F-33, T-5).
+
+    A node may also be given as the spec's plain view ``{id, state, container, subflow, parent, origin,
+    after, trigger?}`` (§6).
+    """
+    views = [node if isinstance(node, NodeView) else view_of(node) for node in nodes]
+    tree = _Tree(views)
     halting = cancelling or expired
     decisions: list[Decision] = []
-    for node in nodes:
+    for node in views:
         kids_settled = node.container and all(tree.settled(c) for c in tree.kids(node))
         decision = decide(node, tree, halting=halting, kids_settled=kids_settled)
         if decision is not None:
             decisions.append(decision)
-    return Progress(decisions, _run_state(nodes, tree, cancelling=cancelling, expired=expired))
+    return Progress(decisions, _run_state(views, tree, cancelling=cancelling, expired=expired))
 
 
 def _run_state(nodes: Sequence[NodeView], tree: _Tree, *, cancelling: bool, expired: bool) -> str:

@@ -11,8 +11,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from tsumugi.core.config import backoff_from
 from tsumugi.core.flow.ids import child_node_id
 from tsumugi.core.flow.model import JOB_OPTION_KEYS, NodeSpec, call_mapper
+from tsumugi.errors import InvalidConfigError
 
 DepValue = Callable[[str], Any]  # node id -> what a dependent sees for it (F-42)
 WHEN_FALSE: Final = "when condition was false"  # T-6: the reason written for a when-skip (ADR-0070)
@@ -100,4 +102,15 @@ def expand_fan_out(spec: NodeSpec, flow_input: Any, deps: Mapping[str, Any]) -> 
 def spawn_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
     """Spawn options in camelCase, whichever spelling the performer used (F-55)."""
     wire_names = {**JOB_OPTION_KEYS, "concurrency_key": "concurrencyKey"}
-    return {wire_names.get(k, k): wire_option(v) for k, v in (options or {}).items() if v is not None}
+    wire = {wire_names.get(k, k): wire_option(v) for k, v in (options or {}).items() if v is not None}
+    if isinstance(wire.get("backoff"), Mapping):
+        wire["backoff"] = _stored_backoff(wire["backoff"])
+    return wire
+
+
+def _stored_backoff(value: Mapping[str, Any]) -> Any:
+    """A backoff mapping in the camelCase form the shard reads (J-101); one it cannot read stays as is."""
+    try:
+        return backoff_from(value).to_wire()
+    except InvalidConfigError:  # the shard's own enqueue check reports it (J-29)
+        return dict(value)

@@ -94,7 +94,7 @@ def validate_deadline_ms(value: object) -> int:
     if isinstance(value, float) and value.is_integer() and value > 0:
         return int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise InvalidFlowError(f"deadline_ms must be a positive integer: {value!r}")
+        raise InvalidFlowError(f"deadline_ms must be a positive integer: {value}")
     return value
 
 
