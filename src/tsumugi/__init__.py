@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         RunSettings,
         SweepOptions,
     )
+    from tsumugi.core.cron import next_cron_at, parse_cron
     from tsumugi.core.flow.model import Flow
     from tsumugi.core.ids import (
         format_job_id,
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
         shard_name,
         shard_name_of,
     )
-    from tsumugi.core.cron import next_cron_at, parse_cron
     from tsumugi.core.schedules import ScheduleContext, next_occurrence, normalize_schedules
     from tsumugi.core.states import JobState
     from tsumugi.errors import (

@@ -51,8 +51,12 @@ class RunCoordinator:
         shards_of: Mapping[str, int] | None = None,
         new_id: Callable[[], str] = new_local_id,
         storage_exists: Callable[[], bool] | None = None,
+        binding_settings: Callable[[str], JsonDict] | None = None,
     ) -> None:
-        """``storage_exists``: whether any storage is there yet; without it, storage always is (ADR-0116)."""
+        """``storage_exists``: whether any storage is there yet; without it, storage always is (ADR-0116).
+
+        ``binding_settings(binding)``: the settings a client enqueue carries to that binding (J-50).
+        """
         self.name = name
         self.clock = clock
         self.alarm_port = alarm
@@ -62,6 +66,7 @@ class RunCoordinator:
         self.flows = flows
         self.settings = settings or RunSettings()
         self.shards_of = shards_of or {}
+        self.binding_settings = binding_settings
         self.new_id = new_id
         self.sql = sql
         self.store = RunStore(sql)
@@ -77,6 +82,16 @@ class RunCoordinator:
             ensure_run_schema(self.sql)
             self._schema_ready = True
         return self._schema_ready
+
+    def enqueue_settings(self, shard: str) -> JsonDict | None:
+        """What node jobs carry to ``shard`` (``<binding>#<n>``), as a client enqueue would (J-50).
+
+        Without them a shard first reached by a run never learns its binding's policy, retention or
+        notice targets (seed pages: limits and notifications apply to every job of a binding).
+        """
+        if self.binding_settings is None:
+            return None
+        return self.binding_settings(shard.partition("#")[0]) or None
 
     # ------------------------------------------------------------------ snapshots and alarm
     def snapshot_run(self) -> None:

@@ -134,7 +134,7 @@ class RunTick:
         """F-35 steps 4-5: enqueue every job, start every child run, then mark what started."""
         self.c.store.set_job_ids(work.job_ids, self.now)  # F-41: stored before the enqueue
         for shard, inputs in work.jobs.items():
-            await self.c.shards.get(shard).enqueue_many(inputs)
+            await self.c.shards.get(shard).enqueue_many(inputs, self.c.enqueue_settings(shard))
         store = self.c.store
         work.touched.update(store.mark_in_state(work.job_nodes, "PENDING", self.now, "SCHEDULED"))
         for start in work.child_starts:

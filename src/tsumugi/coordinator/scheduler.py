@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from tsumugi.clock import Clock
@@ -55,7 +55,9 @@ class Scheduler:
         shards: ShardNamespace,
         runs: RunPeers | None,
         shards_of: Mapping[str, int] | None = None,
+        binding_settings: Callable[[str], JsonDict] | None = None,
     ) -> None:
+        """``binding_settings(binding)``: the settings a client enqueue carries to that binding (J-50)."""
         self.sql = sql
         self.store = ScheduleStore(sql)
         self.clock = clock
@@ -65,6 +67,7 @@ class Scheduler:
         self.shards = shards
         self.runs = runs
         self.shards_of = shards_of or {}
+        self.binding_settings = binding_settings
         self.ticking = False
 
     async def list(self) -> list[dict[str, Any]]:
@@ -191,7 +194,9 @@ class Scheduler:
             for option in JOB_OPTIONS:
                 if definition.get(option) is not None:
                     job[WIRE_OPTIONS[option]] = _wire(definition[option])
-            await self.shards.get(shard_name(spec.target, shard)).enqueue_many([job])
+            # J-50: a scheduled job carries its binding's settings like any client enqueue.
+            settings = self.binding_settings(spec.target) if self.binding_settings else None
+            await self.shards.get(shard_name(spec.target, shard)).enqueue_many([job], settings or None)
             return job_id, None
         runs = self._runs()
         flow_input = await _resolve(definition.get("input"), context)

@@ -33,7 +33,7 @@ class SimulatedNode:
     state: str
     result: Any
     parent: str | None
-    error: str | None = None
+    error: str | None = field(default=None, compare=False)  # records compare by the spec's six fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,9 +154,13 @@ class _Simulation:
         self.out.append(SimulatedNode(view.id, binding, payload, state, result, view.parent, error))
 
     def _result(self, node_id: str, binding: str, payload: Any) -> Any:
+        node = {"id": node_id, "binding": binding, "payload": payload}
         if callable(self.results):
-            return self.results({"id": node_id, "binding": binding, "payload": payload})
-        return (self.results or {}).get(node_id)
+            return self.results(node)
+        value = (self.results or {}).get(node_id)
+        # Seed page "Testing": a value "can be either the return value itself or a function that produces it";
+        # a node's real return value is JSON, so a callable can only mean the latter.
+        return value(node) if callable(value) else value
 
     def _binding(self, node_id: str) -> str:
         child = self.children.get(node_id)
@@ -182,8 +186,9 @@ def simulate_flow(
 ) -> SimulationResult:
     """Run ``advance`` to the end with made-up node outcomes (F-94).
 
-    ``results`` maps node ids to return values (taken literally), or is a function of ``{id, binding,
-    payload}``. Nodes listed in ``fails`` fail. Subflow nodes act as plain nodes whose payload is the child
-    run's input; spawns, deadlines and the node limit are not simulated.
+    ``results`` maps node ids to return values, or to functions of ``{id, binding, payload}`` that produce
+    them; or it is one such function for every node. Nodes listed in ``fails`` fail. Subflow nodes act as
+    plain nodes whose payload is the child run's input; spawns, deadlines and the node limit are not
+    simulated.
     """
     return _Simulation(flow, input, results, fails).run()

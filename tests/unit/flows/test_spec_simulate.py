@@ -321,11 +321,6 @@ def test_diamond_waits_for_both_branches() -> None:
     assert r.nodes[-1].payload == ["b", "c"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SimulatedNode.error takes part in ==; testing/simulate.py (not this task's file) should declare "
-    "it field(default=None, compare=False) so the spec's six-field records compare equal",
-)
 def test_a_skipped_record_equals_the_spec_six_field_form() -> None:
     # F-94, F-95: SimulatedNode(id, binding, payload, state, result, parent); the skip reason is extra
     r = simulate_flow(

@@ -42,6 +42,7 @@ class RunObject(HostedCoordinator):
             flows=app.flows or {},
             settings=app.runs,
             shards_of=shard_counts(app),
+            binding_settings=app.static_settings,  # J-50, for node jobs
         )
 
     async def alarm(self, alarm_info: Any = None) -> None:
@@ -92,6 +93,7 @@ class SchedulerObject(HostedCoordinator):
             shards=self.worker_env.JOB_SHARD,
             runs=self.worker_env.get("RUN"),
             shards_of=shard_counts(app),
+            binding_settings=app.static_settings,  # J-50, for scheduled jobs
         )
 
     async def alarm(self, alarm_info: Any = None) -> None:

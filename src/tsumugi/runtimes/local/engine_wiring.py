@@ -71,6 +71,7 @@ class EngineWiring:
         settings = getattr(app, "runs", None) or RunSettings()
         schedules = list(getattr(app, "schedules", None) or ())
         shards_of = shard_counts(app)
+        binding_settings = getattr(app, "static_settings", None)  # J-50, for node and scheduled jobs
 
         def run(name: str, sql: SqlExecutor, alarm: AlarmPort) -> RunCoordinator:
             return RunCoordinator(
@@ -85,6 +86,7 @@ class EngineWiring:
                 settings=settings,
                 shards_of=shards_of,
                 storage_exists=sql.exists if isinstance(sql, DeferredSqliteExecutor) else None,
+                binding_settings=binding_settings,
             )
 
         def scheduler(name: str, sql: SqlExecutor, alarm: AlarmPort) -> Scheduler:
@@ -96,6 +98,7 @@ class EngineWiring:
                 shards=runtime.shard_namespace,
                 runs=runtime.env["RUN"],
                 shards_of=shards_of,
+                binding_settings=binding_settings,
             )
 
         if schedules:
