@@ -5,21 +5,17 @@ Durable Object ``class_name`` of wrangler.jsonc is bound here (ADR-0081).
 """
 
 import app as example
-from tsumugi.runtimes.cloudflare import RunObject, SchedulerObject, TsumugiJobShard, WorkerHandlers
+from tsumugi.runtimes.cloudflare import TsumugiJobShard, WorkerHandlers
 
 __all__ = ["Default", "TsumugiJobShard", "TsumugiRun", "TsumugiScheduler"]
 
 
-class TsumugiRun(RunObject):
-    """``RUN``: one flow run's coordinator, over the app's flow definitions (F-28)."""
-
-    app = example.tsumugi
+class TsumugiRun(example.tsumugi.run_class):  # type: ignore[misc, name-defined]
+    """``RUN``: one flow run's coordinator, over the app's flow definitions (F-28, J-203)."""
 
 
-class TsumugiScheduler(SchedulerObject):
+class TsumugiScheduler(example.tsumugi.scheduler_class):  # type: ignore[misc, name-defined]
     """``SCHEDULER``: the app's cron schedules (S-rules)."""
-
-    app = example.tsumugi
 
 
 class Default(WorkerHandlers):

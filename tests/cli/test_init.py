@@ -178,7 +178,7 @@ def test_existing_files_are_skipped_unless_forced(tsumugi: Tsumugi, tmp_path: Pa
     forced = tsumugi("init", "--force")
     assert forced.code == 0
     assert "overwrote src/entry.py" in forced.out and "overwrote wrangler.jsonc" in forced.out
-    assert "TsumugiScheduler(SchedulerObject)" in (tmp_path / "src/entry.py").read_text()
+    assert "TsumugiScheduler(tsumugi.scheduler_class)" in (tmp_path / "src/entry.py").read_text()
     assert json5.loads((tmp_path / "wrangler.jsonc").read_text())["name"] == "kept"
 
 

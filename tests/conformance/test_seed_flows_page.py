@@ -9,7 +9,16 @@ from typing import Any
 
 import pytest
 
-from tsumugi import Flow, InvalidFlowError, Performer, RunSettings, TsumugiError, create_flow, define_tsumugi
+from tsumugi import (
+    ConfigurationError,
+    Flow,
+    InvalidFlowError,
+    Performer,
+    RunSettings,
+    TsumugiError,
+    create_flow,
+    define_tsumugi,
+)
 from tsumugi.flows import FlowBuilder
 from tsumugi.testing import simulate_flow
 
@@ -667,22 +676,19 @@ async def test_max_depth_is_configurable(local: MakeLocal) -> None:
     assert "subflow nesting exceeded the limit: 0" in (nodes_by_id(detail)["report"]["error"] or "")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="define_tsumugi's result has no run_class/scheduler_class (seed 'Configuration', J-203); "
-    "the Worker entry subclasses tsumugi.runtimes.cloudflare.RunObject instead",
-)
 def test_define_tsumugi_returns_the_run_class_to_export() -> None:
     # seed "Export TsumugiRun by extending the runClass included in the return value of defineTsumugi."
-    # (F-93, J-203: run_class and scheduler_class are always present)
+    # (F-93, J-203: run_class and scheduler_class are always present). Outside Workers the class can be
+    # subclassed, so an entry module imports anywhere, and says why it cannot be created (ADR-0123).
     app = define_tsumugi(performers=PERFORMERS, flows={"GREETINGS": GREETINGS})
-    run_class = app.run_class  # type: ignore[attr-defined]
 
-    class TsumugiRun(run_class):  # type: ignore[misc, valid-type]
+    class TsumugiRun(app.run_class):  # type: ignore[misc, name-defined]
         pass
 
-    assert isinstance(TsumugiRun, type)
-    assert isinstance(app.scheduler_class, type)  # type: ignore[attr-defined]
+    assert TsumugiRun.app is app  # type: ignore[attr-defined]
+    assert isinstance(app.scheduler_class, type)
+    with pytest.raises(ConfigurationError, match="runs only inside workerd"):
+        TsumugiRun()
 
 
 async def test_a_node_removed_by_a_deploy_fails_in_a_running_run(local: MakeLocal) -> None:

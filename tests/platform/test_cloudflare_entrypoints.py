@@ -109,6 +109,26 @@ async def test_run_and_scheduler_objects_host_their_coordinators(sdk: types.Simp
     assert await scheduler.list() == []  # the example app defines no schedules
 
 
+async def test_run_class_and_scheduler_class_are_bound_durable_objects(sdk: types.SimpleNamespace) -> None:
+    # J-203, F-93, seed "Export TsumugiRun by extending the runClass included in the return value of
+    # defineTsumugi": inside Workers the classes are the runtime's Durable Objects with the app set.
+    app = sdk.entry.Default.app
+
+    class TsumugiRun(app.run_class):  # type: ignore[misc, name-defined]
+        pass
+
+    assert issubclass(TsumugiRun, sdk.flows.RunObject) and TsumugiRun.app is app
+    assert issubclass(app.scheduler_class, sdk.flows.SchedulerObject) and app.run_class is app.run_class
+    env = types.SimpleNamespace(
+        TSUMUGI_QUEUE=FakeQueue(),
+        TSUMUGI_DB=migrated_d1(),
+        JOB_SHARD=FakeNamespace({}),
+        RUN=FakeNamespace({}),
+    )
+    run = TsumugiRun(durable_object_ctx("GREETINGS:r1"), env)
+    assert run.object_name == "GREETINGS:r1" and await run.state() is None
+
+
 class RecordingApp:
     """Stands in for a Tsumugi object: records what the handlers pass on."""
 

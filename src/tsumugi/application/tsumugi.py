@@ -15,6 +15,7 @@ from tsumugi.application.flow_runs import (
     run_for,
     start_run,
 )
+from tsumugi.application.hosting import OutsideWorkers, hosted_class
 from tsumugi.client import JobClient, ShardHandle, env_binding
 from tsumugi.clock import Clock, SystemClock
 from tsumugi.core.config import BindingConfig, OnSettled, RunSettings, SweepOptions
@@ -86,6 +87,27 @@ class Tsumugi:
         )
         # REST uses the same routing, settings and defaults, minus the typed checks (§5.1, A-19).
         self._rest = JobClient(definition.bindings, definition.on_enqueue, **common)
+        self._hosted_classes: dict[str, type] = {}
+
+    # ------------------------------------------------------------------ Durable Object classes (J-203)
+    @property
+    def run_class(self) -> type:
+        """``TsumugiRun`` bound to this app: ``class TsumugiRun(tsumugi.run_class): pass`` (F-93)."""
+        return self._hosted("RunObject", "TsumugiRun")
+
+    @property
+    def scheduler_class(self) -> type:
+        """``TsumugiScheduler`` bound to this app, for an entry with schedules (S-rules)."""
+        return self._hosted("SchedulerObject", "TsumugiScheduler")
+
+    def _hosted(self, base_name: str, class_name: str) -> type:
+        """One class per app, so every access names the same class; a stand-in is not kept."""
+        cached = self._hosted_classes.get(class_name)
+        if cached is None:
+            cached = hosted_class(self, base_name, class_name)
+            if not issubclass(cached, OutsideWorkers):
+                self._hosted_classes[class_name] = cached
+        return cached
 
     # ------------------------------------------------------------------ configuration the REST layer reads
     @property

@@ -66,19 +66,15 @@ every Durable Object class the wrangler file binds is defined or imported here.
 
 from app import tsumugi
 from performers import *  # noqa: F403 -- the performer classes at top level (C-11)
-from tsumugi.runtimes.cloudflare import RunObject, SchedulerObject, TsumugiJobShard, WorkerHandlers
+from tsumugi.runtimes.cloudflare import TsumugiJobShard, WorkerHandlers
 
 
-class TsumugiRun(RunObject):
+class TsumugiRun(tsumugi.run_class):
     """RUN: one flow run's coordinator (bind it in the wrangler file when you define flows)."""
 
-    app = tsumugi
 
-
-class TsumugiScheduler(SchedulerObject):
+class TsumugiScheduler(tsumugi.scheduler_class):
     """SCHEDULER: the cron schedules (bind it in the wrangler file when you define schedules)."""
-
-    app = tsumugi
 
 
 class Default(WorkerHandlers):
