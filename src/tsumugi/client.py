@@ -31,6 +31,9 @@ __all__ = ["JobClient", "ShardHandle", "create_client", "enqueue", "enqueue_many
 SHARD_NAMESPACE: Final = "JOB_SHARD"  # the Durable Object binding every enqueue path needs (J-200)
 _SETTINGS_FIELDS: Final = ("policy", "sweep_after_ms", "failed_retention_ms")
 _PLAIN_KEYS: Final = frozenset({"binding", "payload"})
+# A namespace attribute: True when ``enqueue_many`` reaches the shard in process, with the payloads as
+# Python objects, so the shard's own check of a single group's payloads stands for the client's.
+SHARD_CHECKS_PAYLOADS: Final = "shard_checks_payloads"
 
 
 def env_binding(env: Any, name: str) -> Any:
@@ -203,8 +206,9 @@ class JobClient:
         if self._preflight is not None:
             self._preflight(env)  # J-24: the typed paths check the environment first
         groups: dict[str, tuple[_Route, list[int], list[JsonDict]]] = {}
+        unchecked: list[Any] = []  # payloads of plain inputs, checked below unless the shard does it
         for index, raw in enumerate(inputs):
-            route, name, wire = self._prepare(raw)
+            route, name, wire = self._prepare(raw, unchecked)
             group = groups.get(name)
             if group is None:
                 groups[name] = (route, [index], [wire])
@@ -214,6 +218,12 @@ class JobClient:
         if not groups:
             return []
         namespace = _namespace(env)
+        # J-27, J-39: a bad payload fails before any RPC. A single group goes to one shard, which checks
+        # every payload in its one synchronous pass, so a namespace that hands the shard Python objects
+        # (SHARD_CHECKS_PAYLOADS) spares the client a second encoding (ADR-0120).
+        if unchecked and (len(groups) > 1 or not getattr(namespace, SHARD_CHECKS_PAYLOADS, False)):
+            for payload in unchecked:
+                check_payload(payload)
         ids: list[str] = [""] * len(inputs)
 
         async def send(name: str, route: _Route, positions: list[int], wires: list[JsonDict]) -> None:
@@ -228,12 +238,13 @@ class JobClient:
             await asyncio.gather(*(send(n, r, p, w) for n, (r, p, w) in groups.items()))
         return ids
 
-    def _prepare(self, raw: Mapping[str, Any]) -> tuple[_Route, str, JsonDict]:
+    def _prepare(self, raw: Mapping[str, Any], unchecked: list[Any]) -> tuple[_Route, str, JsonDict]:
+        """Route and wire of one input; a plain input's payload goes to ``unchecked`` (ADR-0120)."""
         if self._on_enqueue is None and type(raw) is dict and raw.keys() == _PLAIN_KEYS:
             binding = raw["binding"]
             plain = self._plain_route(binding) if type(binding) is str else None
             if plain is not None:  # the same checks, settled once per binding (ADR-0120)
-                check_payload(raw["payload"])
+                unchecked.append(raw["payload"])
                 return plain[0], plain[1], {"binding": binding, "payload": raw["payload"]}
         options = apply_defaults(input_from(raw), self._on_enqueue)
         binding = options.get("binding")

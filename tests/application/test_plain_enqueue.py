@@ -14,6 +14,7 @@ import pytest
 from tsumugi.application import define_tsumugi
 from tsumugi.errors import EnqueueError, InvalidJobIdError, RequiredKeyError
 from tsumugi.performer import JobContext, Performer
+from tsumugi.testing.fakes import InProcessShards
 
 
 class Mail(Performer):
@@ -100,3 +101,24 @@ async def test_on_enqueue_sees_plain_inputs(env: Any, namespace: Any) -> None:
     tsumugi = define_tsumugi(performers=PERFORMERS, on_enqueue=lambda item: {"priority": 4})
     await tsumugi.enqueue_many(env, [{"binding": "MAIL", "payload": 1}])
     assert namespace.calls == [("MAIL#0", [{"binding": "MAIL", "payload": 1, "priority": 4}], None)]
+
+
+@pytest.mark.parametrize("other_group", [False, True])
+async def test_in_process_shards_refuse_a_bad_payload_with_the_same_words(other_group: bool) -> None:
+    # J-27, J-39 (ADR-0120): in process a single group's payloads are checked by the shard alone, in its
+    # one synchronous pass; with a second group the client checks first. Either way nothing is stored.
+    shards = InProcessShards()
+    tsumugi = define_tsumugi(performers=PERFORMERS)
+    inputs: list[dict[str, Any]] = [
+        {"binding": "MAIL", "payload": 1},
+        {"binding": "MAIL", "payload": object()},
+    ]
+    if other_group:
+        inputs.insert(0, {"binding": "CHARGE", "payload": 1, "concurrency_key": "k"})
+    with pytest.raises(EnqueueError, match="payload must be JSON-serializable"):
+        await tsumugi.enqueue_many(
+            {"JOB_SHARD": shards, "TSUMUGI_DB": object(), "TSUMUGI_QUEUE": object()}, inputs
+        )
+    active = [(await shard.diagnostics())["active"] for shard in shards.shards.values()]
+    # the shard alone refused a single group; with two groups no shard was even reached
+    assert active == ([] if other_group else [0])

@@ -80,16 +80,16 @@ def _payload_text(payload: Any) -> str:
     """The stored payload JSON; an unserializable payload fails the enqueue (J-27)."""
     try:
         return jsonwire.dumps(payload)
-    except (TypeError, ValueError) as exc:
-        raise EnqueueError(f"payload is not JSON-serializable: {exc}") from exc
+    except (TypeError, ValueError, RecursionError) as exc:  # the client's words (core/options)
+        raise EnqueueError(f"payload must be JSON-serializable: {exc}") from None
 
 
 def _payload_texts(payloads: list[Any]) -> list[str]:
     """``_payload_text`` of each payload, in one frame: the plain ``enqueue_many`` path (ADR-0120)."""
     try:
         return [jsonwire.dumps(payload) for payload in payloads]
-    except (TypeError, ValueError) as exc:
-        raise EnqueueError(f"payload is not JSON-serializable: {exc}") from exc
+    except (TypeError, ValueError, RecursionError) as exc:  # the client's words (core/options)
+        raise EnqueueError(f"payload must be JSON-serializable: {exc}") from None
 
 
 def _backoff_text(backoff: Any) -> str:

@@ -89,6 +89,8 @@ class InProcessShards:
     ``await shards.run_due_alarms()`` fires every alarm that is due, as the platform would.
     """
 
+    shard_checks_payloads = True  # in process, like the local runtime (client.SHARD_CHECKS_PAYLOADS)
+
     def __init__(
         self,
         clock: FixedClock | None = None,
