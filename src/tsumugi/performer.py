@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tsumugi.clock import Clock, SystemClock
+from tsumugi.core.flow.ids import validate_node_id
 
 __all__ = ["HeartbeatResult", "JobContext", "Performer", "SpawnRequest", "remote"]
 
@@ -66,7 +67,12 @@ class JobContext:
         return await self._heartbeat(progress)
 
     def spawn(self, id: str, binding: str, payload: Any, options: dict[str, Any] | None = None) -> None:
-        """Ask for a child node of the current flow node (flows only; dropped if the attempt fails)."""
+        """Ask for a child node of the current flow node (flows only; dropped if the attempt fails).
+
+        A bad ``id`` raises ``InvalidFlowError`` here, failing this attempt like any error, rather than
+        the run's bookkeeping later (F-57, F-3).
+        """
+        validate_node_id(id)
         self.spawns.append(SpawnRequest(id, binding, payload, dict(options or {})))
 
     def remaining_ms(self) -> int:

@@ -213,6 +213,21 @@ async def test_failed_attempt_drops_its_spawns(harness: Any) -> None:
     assert "spawns" not in harness.shard().reports[0][1]  # J-119
 
 
+async def test_a_bad_spawn_id_fails_the_attempt_in_the_performer(harness: Any) -> None:
+    class Spawner(Performer):
+        async def perform(self, payload: Any, ctx: JobContext) -> None:
+            ctx.spawn("bad id!", "MAIL", {})
+
+    await run(harness, harness.message(), performers={"MAIL": Spawner})
+    # F-57, F-3: refused in ctx.spawn, so the attempt fails like any error and no run sees the id
+    [(_, report)] = harness.shard().reports
+    assert report["ok"] is False and "spawns" not in report
+    assert (
+        'InvalidFlowError: invalid node id: "bad id!" (alphanumeric, hyphen and underscore only)'
+        in report["error"]
+    )
+
+
 async def test_messages_of_a_batch_run_concurrently(harness: Any) -> None:
     first_started = asyncio.Event()
 
