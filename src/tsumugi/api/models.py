@@ -100,6 +100,9 @@ class CreateJobRequest(BaseModel):
     priority: float | Omitted = None
     concurrencyKey: str | Omitted = None
     uniqueKey: str | Omitted = None
+    expiresInMs: Annotated[int, Field(ge=1)] | Omitted = Field(
+        default=None, description="the job must not start later than this after enqueue (J-41)"
+    )
 
 
 class Created(BaseModel):

@@ -56,8 +56,10 @@ def validate_create_job(body: Any, performers: Sequence[str] | None) -> CreateJo
     if "delayMs" in fields and fields["delayMs"] < 0:
         raise BodyError("delayMs must not be negative")
     _check_strings(fields, ("concurrencyKey", "uniqueKey"))
+    if "expiresInMs" in fields and not _is_positive_integer(fields["expiresInMs"]):
+        raise BodyError("expiresInMs must be positive")  # J-41 [NEW]: the one newer field REST takes
     accepted: dict[str, Any] = {"binding": binding, "payload": fields["payload"]}
-    for name in ("maxAttempts", "delayMs", "priority"):
+    for name in ("maxAttempts", "delayMs", "priority", "expiresInMs"):
         if name in fields:
             accepted[name] = fields[name]
     for name in ("concurrencyKey", "uniqueKey"):

@@ -8,7 +8,8 @@ import logging
 import sys
 from pathlib import Path
 
-from tsumugi.errors import LocalRuntimeError
+from tsumugi.cli.command_errors import add_init_only_options, reject_init_only_options
+from tsumugi.errors import CommandLineError, LocalRuntimeError
 from tsumugi.runtimes.local.app_loader import load_app
 from tsumugi.runtimes.local.dev_server import serve_dev
 from tsumugi.runtimes.local.dev_vars import load_vars
@@ -37,9 +38,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"where shards, alarms, the queue and the read model live (default {DEFAULT_STATE_DIR})",
     )
     parser.add_argument("--batch-size", type=int, default=None, help="dispatch messages per consumer batch")
+    add_init_only_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        reject_init_only_options(args)  # C-5's message for every command but init
+    except CommandLineError as error:
+        sys.stderr.write(f"tsumugi: {error}\n")
+        return 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         loaded = load_app(args.app)

@@ -35,7 +35,9 @@ INITIAL_MIGRATION_TAG = "v1"  # C-9 (4): the first Durable Object migration of a
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("directory", nargs="*", metavar="DIR", help="project directory (default .)")
     parser.add_argument("--name", help="Worker name (default: from the wrangler file, pyproject or DIR)")
-    parser.add_argument("--format", dest="config_format", default="jsonc", help="jsonc (default) or toml")
+    parser.add_argument(
+        "--format", dest="config_format", default="jsonc", metavar="jsonc|toml", help="default jsonc"
+    )
     parser.add_argument("--force", action="store_true", help="overwrite files that already exist")
     parser.add_argument(
         "--provision",

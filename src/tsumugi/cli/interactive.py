@@ -78,8 +78,9 @@ def _interactive_init(ask: Ask, root: Path) -> int:
     # C-20: the confirmation names what will happen, before any file or wrangler call.
     _confirm(
         ask,
-        f"create a Python Worker named {name} in {root}: {config_line}, pyproject.toml, src/entry.py, "
-        f"{PERFORMERS_DIR}/, .dev.vars and .dev.vars.example (existing files are kept)?",
+        f"create a Python Worker named {name} in {root}: {config_line}, pyproject.toml, src/app.py, "
+        f"src/entry.py, {PERFORMERS_DIR}/, .dev.vars, .dev.vars.example and .gitignore"
+        " (existing files are kept)?",
     )
     args = argparse.Namespace(
         directory=[str(root)], name=name, config_format=config_format, force=False, provision=False

@@ -23,7 +23,10 @@ log = logging.getLogger("tsumugi")
 
 
 class MetricsWriter(Protocol):
-    """Writes one metrics point per terminal snapshot after a projection (J-194); never raises."""
+    """Writes one metrics point per terminal snapshot after a projection (J-194).
+
+    Should not raise; if it does, the tick logs ``tsumugi: writeMetrics failed`` and goes on (M-4).
+    """
 
     async def write(self, snapshots: Sequence[Mapping[str, Any]]) -> int: ...
 

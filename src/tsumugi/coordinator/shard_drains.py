@@ -51,8 +51,11 @@ async def project(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:
         # A job changed during the await keeps its mark: its version moved on (ADR-0042).
         projected = {job_id: rows.get(job_id) for job_id in job_ids}
         ctx.sql.transaction(lambda: ctx.jobs.clear_dirty(projected, fresh))
-        if ctx.metrics is not None:  # J-194: after the cursor moved; at-most-once, failures are the writer's
-            await ctx.metrics.write(snaps)
+        if ctx.metrics is not None:  # J-194: after the cursor moved; at-most-once
+            try:
+                await ctx.metrics.write(snaps)
+            except Exception:  # M-4: logged and swallowed, never stops the tick; text from §11
+                log.exception("tsumugi: writeMetrics failed")
     earliest = None if more else ctx.jobs.earliest_fresh()
     return more, None if earliest is None else earliest + FIRST_PROJECTION_DELAY_MS
 

@@ -53,7 +53,7 @@ class AnalyticsEngineWriter:
                 self._write(point)
                 written += 1
             except Exception:  # M-4: logged and swallowed; the tick goes on
-                _log.exception("tsumugi: failed to write a metrics data point")
+                _log.exception("tsumugi: writeMetrics failed")  # the catalogue text (jobs.md §11, M-4)
         return written
 
 

@@ -36,7 +36,7 @@ class LocalMetricsWriter:
                 self._ready = True
             return await metrics_sql.insert_points(self._db, snapshots)
         except Exception:  # M-4: a metrics failure never stops the tick
-            _log.exception("tsumugi: failed to write metrics")
+            _log.exception("tsumugi: writeMetrics failed")  # the catalogue text (jobs.md §11, M-4)
             return 0
 
 
