@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         shard_name,
         shard_name_of,
     )
+    from tsumugi.core.options import EnqueueInput
     from tsumugi.core.schedules import ScheduleContext, next_occurrence, normalize_schedules
     from tsumugi.core.states import JobState
     from tsumugi.errors import (
@@ -75,6 +76,7 @@ _ORIGINS: dict[str, str] = {
     "next_cron_at": "tsumugi.core.cron",
     "parse_cron": "tsumugi.core.cron",
     "JobState": "tsumugi.core.states",
+    "EnqueueInput": "tsumugi.core.options",
     "create_flow": "tsumugi.flows",
     **dict.fromkeys(
         (
@@ -120,6 +122,7 @@ __all__ = [
     "BindingConfig",
     "ConfigurationError",
     "EnqueueError",
+    "EnqueueInput",
     "ExponentialBackoff",
     "FixedBackoff",
     "FixedClock",

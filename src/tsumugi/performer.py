@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -78,6 +79,13 @@ class JobContext:
     def remaining_ms(self) -> int:
         """Milliseconds left before ``deadline_at`` (0 or less means: stop now, J-75)."""
         return self.deadline_at - self._clock.now()
+
+    def timeout(self) -> asyncio.Timeout:
+        """``async with ctx.timeout():`` raises ``TimeoutError`` in the block at ``deadline_at`` (J-75).
+
+        A deadline already past expires at the block's first await. Heartbeats do not move it (J-68).
+        """
+        return asyncio.timeout(max(0, self.remaining_ms()) / 1000)
 
 
 class Performer:

@@ -11,6 +11,7 @@ EXPECTED = [
     "BindingConfig",
     "ConfigurationError",
     "EnqueueError",
+    "EnqueueInput",
     "ExponentialBackoff",
     "FixedBackoff",
     "FixedClock",

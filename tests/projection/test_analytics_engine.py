@@ -88,7 +88,7 @@ async def test_reader_posts_two_weighted_queries_and_parses_strings() -> None:
 
 
 async def test_no_binding_filter_and_missing_data() -> None:
-    api = FakeSqlApi([(200, "{}"), (200, "not json")])
+    api = FakeSqlApi([(200, "{}"), (200, "[]")])
     reader = analytics_engine_metrics(lambda env: CREDENTIALS, post=api)(None)
     assert reader is not None
     assert await reader.read(24, None) == {"bindings": [], "series": []}

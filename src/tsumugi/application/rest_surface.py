@@ -50,7 +50,7 @@ def rest_options(app: Tsumugi, env: Any) -> RestOptions:
 
 def metrics_resolver(resolve: Callable[[Any], Any] | None, clock: Clock) -> MetricsResolver:
     """``/api/metrics`` readers (ADR-0100): Analytics Engine when ``metrics(env)`` gives credentials,
-    else the read model's local metrics table wherever the env has no Analytics Engine dataset."""
+    else the local runtime's metrics table, in a read model that ``holds_metrics``; otherwise none (A-24)."""
     remote = analytics_engine_metrics(resolve) if resolve is not None else None
 
     def reader(env: Any) -> MetricsReader | None:
@@ -60,7 +60,8 @@ def metrics_resolver(resolve: Callable[[Any], Any] | None, clock: Clock) -> Metr
         if env_binding(env, "TSUMUGI_METRICS") is not None:
             return None  # M-6: points go to Analytics Engine, which needs credentials to read (A-24)
         db = env_binding(env, "TSUMUGI_DB")
-        return None if db is None else LocalMetricsReader(db, clock)
+        # A-24: a Worker's D1 holds no metric points, so without a resolver it is "not configured" (501).
+        return LocalMetricsReader(db, clock) if getattr(db, "holds_metrics", False) else None
 
     return reader
 

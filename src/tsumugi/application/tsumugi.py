@@ -1,4 +1,4 @@
-"""``define_tsumugi()``: the typed enqueue paths and the ``queue``/``scheduled`` handlers (§10.1)."""
+"""``define_tsumugi()``: the typed enqueue paths and the fetch/queue/scheduled handlers (§10.1)."""
 
 from __future__ import annotations
 
@@ -261,7 +261,22 @@ class Tsumugi:
             cached = self._rest_apps[id(env)] = (env, build_rest_app(self, env))
         return cached[1]
 
-    # ------------------------------------------------------------------ handlers (J-207)
+    # ------------------------------------------------------------------ handlers (J-7, J-207)
+    async def fetch(self, request: Any, env: Any, ctx: Any = None) -> Any:
+        """Serve one request with the REST API and dashboard: ``httpx.Request`` in, ``httpx.Response`` out.
+
+        Lets a custom handler delegate the paths it does not serve (J-7); on Workers the entry class
+        serves the JS request itself (ADR-0084), so this form is for Python callers (ADR-0126).
+        """
+        import httpx  # imported here so a queue-only isolate never loads it
+
+        self.prime_schedules(env, ctx)
+        transport = httpx.ASGITransport(app=self.asgi(env))
+        response = await transport.handle_async_request(request)
+        await response.aread()
+        response.request = request
+        return response
+
     async def queue(self, batch: Any, env: Any, ctx: Any = None) -> None:
         """The Queue consumer: ``batch`` is a message batch (``.messages``) or a list of messages."""
         self.prime_schedules(env, ctx)

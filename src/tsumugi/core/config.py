@@ -112,38 +112,46 @@ def backoff_from(value: Backoff | Mapping[str, Any]) -> Backoff:
 
 @dataclass(frozen=True, slots=True)
 class BindingConfig:
-    """Per-binding configuration (§10.2). Unset retention fields send nothing (J-50)."""
+    """Per-binding configuration (§10.2); None for a retention field means its default (J-28)."""
 
     shards: int = 1
     policy: Policy | None = None
-    sweep_after_ms: int | None = None
-    failed_retention_ms: int | None = None
+    sweep_after_ms: int = DEFAULT_SWEEP_AFTER_MS
+    failed_retention_ms: int = DEFAULT_FAILED_RETENTION_MS
 
     def __post_init__(self) -> None:
         if isinstance(self.shards, bool) or not isinstance(self.shards, int) or self.shards < 1:
             raise InvalidConfigError(f"shards must be an integer >= 1, got {self.shards!r}")
         object.__setattr__(self, "policy", policy_from(self.policy))
-        if self.sweep_after_ms is not None:
-            check_duration("sweep_after_ms", self.sweep_after_ms)
-        if self.failed_retention_ms is not None:
-            check_duration("failed_retention_ms", self.failed_retention_ms)
+        for name, default in (
+            ("sweep_after_ms", DEFAULT_SWEEP_AFTER_MS),
+            ("failed_retention_ms", DEFAULT_FAILED_RETENTION_MS),
+        ):
+            if getattr(self, name) is None:  # J-28: None means "use the default"
+                object.__setattr__(self, name, default)
+        check_duration("sweep_after_ms", self.sweep_after_ms)
+        check_duration("failed_retention_ms", self.failed_retention_ms)
 
     @property
     def effective_sweep_after_ms(self) -> int:
-        return DEFAULT_SWEEP_AFTER_MS if self.sweep_after_ms is None else self.sweep_after_ms
+        return self.sweep_after_ms
 
     @property
     def effective_failed_retention_ms(self) -> int:
-        return DEFAULT_FAILED_RETENTION_MS if self.failed_retention_ms is None else self.failed_retention_ms
+        return self.failed_retention_ms
 
     def settings_wire(self, keys: Iterable[str] = ()) -> dict[str, Any]:
-        """``{policy?, sweepAfterMs?, failedRetentionMs?}``; empty when only ``shards`` is set (J-50)."""
+        """``{policy?, sweepAfterMs?, failedRetentionMs?}``; empty when only ``shards`` is set (J-50).
+
+        A retention at its default is left out: applying settings replaces them wholesale and an absent
+        field reverts to that same default (J-51), so leaving it out changes nothing (ADR-0126).
+        """
         wire: dict[str, Any] = {}
         if self.policy is not None:
             wire["policy"] = self.policy.to_wire(keys)
-        if self.sweep_after_ms is not None:
+        if self.sweep_after_ms != DEFAULT_SWEEP_AFTER_MS:
             wire["sweepAfterMs"] = self.sweep_after_ms
-        if self.failed_retention_ms is not None:
+        if self.failed_retention_ms != DEFAULT_FAILED_RETENTION_MS:
             wire["failedRetentionMs"] = self.failed_retention_ms
         return wire
 

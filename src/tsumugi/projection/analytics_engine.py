@@ -103,6 +103,11 @@ def _number(value: Any) -> float:
     return number if math.isfinite(number) else 0.0
 
 
+def _text(value: Any) -> str:
+    """M-9: the binding name as text; an absent or null one reads as empty, never as ``"None"``."""
+    return "" if value is None else str(value)
+
+
 def _hour_ms(text: Any) -> float | None:
     """M-10: ``YYYY-MM-DD HH:MM:SS`` in UTC -> epoch ms; unparsable -> None (JS NaN prints as null)."""
     try:
@@ -143,10 +148,10 @@ class AnalyticsEngineReader:
             raise MetricsUpstreamError(f"analytics engine did not respond within {AE_TIMEOUT_MS}ms") from exc
         if not 200 <= status < 300:
             raise MetricsUpstreamError(text[:ERROR_TEXT_LIMIT] or f"analytics engine returned {status}")
-        try:
-            data = json.loads(text).get("data")
-        except (ValueError, AttributeError):
-            data = None
+        # M-7: a missing `data` reads as empty; a 2xx body that is no JSON at all is an "other failure" and
+        # surfaces as a 500 (A-68 [I], ADR-0127) rather than as an empty, healthy-looking report.
+        answer = json.loads(text)
+        data = answer.get("data") if isinstance(answer, dict) else None
         return [row for row in data if isinstance(row, dict)] if isinstance(data, list) else []
 
     async def read(self, hours: int, binding: str | None) -> JsonDict:
@@ -160,7 +165,7 @@ class AnalyticsEngineReader:
             total, failed = _number(row.get("total")), _number(row.get("failed"))
             bindings.append(
                 {
-                    "binding": str(row.get("binding", "")),
+                    "binding": _text(row.get("binding")),
                     "total": total,
                     "failed": failed,
                     "failureRate": failed / total if total else 0,

@@ -22,6 +22,8 @@ INSERT_POINT_SQL: Final = (
     "INSERT INTO tsumugi_metric (at, binding, state, guarantee, attempts, duration_ms) "
     "VALUES (?, ?, ?, ?, ?, ?)"
 )
+PRUNE_POINTS_SQL: Final = "DELETE FROM tsumugi_metric WHERE at < ?"
+KEPT_HOURS: Final = 720  # A-66: the widest window /api/metrics accepts
 _FAILED: Final = "('FAILED', 'STALLED')"
 
 
@@ -48,9 +50,17 @@ def metric_point(snapshot: Mapping[str, Any]) -> tuple[SqlValue, ...] | None:
 
 
 async def insert_points(db: SqlDatabase, snapshots: Sequence[Mapping[str, Any]]) -> int:
+    """Add one row per terminal snapshot and, in the same batch, drop rows no window can reach any more.
+
+    The newest point written stands in for "now" (the writer has no clock); rows older than the widest
+    window ``/api/metrics`` accepts are unreachable, so the table stays bounded (ADR-0127). That keeps them
+    well past the read-model sweep's 7 days, so metrics still outlive the job rows (M-5).
+    """
     points = [p for p in (metric_point(s) for s in snapshots) if p is not None]
     if points:
-        await db.batch([(INSERT_POINT_SQL, p) for p in points])
+        newest_ms = max(int(p[0] or 0) for p in points)
+        prune = (PRUNE_POINTS_SQL, (newest_ms - KEPT_HOURS * HOUR_MS,))
+        await db.batch([*((INSERT_POINT_SQL, p) for p in points), prune])
     return len(points)
 
 
@@ -85,7 +95,3 @@ async def hourly_series(db: SqlDatabase, since_ms: int, binding: str | None) -> 
         f"FROM tsumugi_metric WHERE {where} GROUP BY hour_at ORDER BY hour_at ASC",
         params,
     )
-
-
-async def delete_points_before(db: SqlDatabase, before_ms: int) -> int:
-    return await db.run("DELETE FROM tsumugi_metric WHERE at < ?", (before_ms,))

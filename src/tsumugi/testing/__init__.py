@@ -1,8 +1,6 @@
 """The shipped test harness: fakes, helpers and simulators for code built on Tsumugi."""
 
-from tsumugi.core.backoff import next_attempt
 from tsumugi.core.flow.advance import advance, is_node_terminal
-from tsumugi.core.schedule import schedule
 from tsumugi.testing.context import (
     DEFAULT_TEST_JOB_ID,
     TestJobContext,
@@ -10,10 +8,12 @@ from tsumugi.testing.context import (
     fixed_clock,
     run_performer,
 )
+from tsumugi.testing.pure_functions import JobView, next_attempt, schedule
 from tsumugi.testing.simulate import SimulatedNode, SimulationResult, simulate_flow
 
 __all__ = [
     "DEFAULT_TEST_JOB_ID",
+    "JobView",
     "SimulatedNode",
     "SimulationResult",
     "TestJobContext",

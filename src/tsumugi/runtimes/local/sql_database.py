@@ -34,6 +34,10 @@ def default_migrations_dir() -> Path:
 class SqliteDatabase:
     """A D1-shaped database in one sqlite3 file (or ``:memory:``)."""
 
+    # The local runtime writes metric points into its read model (ADR-0064), so /api/metrics reads them
+    # here; a D1 database holds none, and without a metrics resolver the endpoint answers 501 (A-24).
+    holds_metrics = True
+
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
