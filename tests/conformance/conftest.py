@@ -9,7 +9,6 @@ work the runtime does concurrently; time itself is the FixedClock, moved only by
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from tests import polling
 
 from tsumugi import (
     FixedClock,
@@ -173,16 +173,7 @@ class Local:
 
     async def until(self, condition: Callable[[], Awaitable[bool] | bool], what: str) -> None:
         """Let the runtime work until ``condition`` holds; fail after a generous deadline."""
-        give_up_at = time.monotonic() + SETTLE_DEADLINE_S
-        while True:
-            value = condition()
-            if not isinstance(value, bool):
-                value = await value
-            if value:
-                return
-            if time.monotonic() > give_up_at:
-                raise AssertionError(f"timed out waiting for {what}")
-            await asyncio.sleep(0.002)  # noqa: sleep-ok  (yield to the runtime's tasks, with a deadline)
+        await polling.until(condition, what, SETTLE_DEADLINE_S)
 
     async def settled(self, job_id: str, state: str | None) -> None:
         async def reached() -> bool:

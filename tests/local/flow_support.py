@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import quote
 
 import httpx
+from tests import polling
 
 TOKEN = "local-test-token"
 HEADERS = {"authorization": f"Bearer {TOKEN}"}
@@ -20,12 +19,7 @@ async def until(
     condition: Callable[[], Awaitable[Any]], what: str, deadline_s: float = SETTLE_DEADLINE_S
 ) -> Any:
     """Await ``condition`` until it returns something truthy; fail naming ``what`` after ``deadline_s``."""
-    give_up_at = time.monotonic() + deadline_s
-    while not (value := await condition()):
-        if time.monotonic() > give_up_at:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)  # noqa: sleep-ok  (polling real jobs on the real clock, with a deadline)
-    return value
+    return await polling.until(condition, what, deadline_s, interval_s=0.02)
 
 
 @asynccontextmanager

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from tests import polling
 
 from tsumugi.runtimes.local.app_loader import LoadedApp, load_app
 from tsumugi.runtimes.local.runtime import LocalRuntime
@@ -69,11 +68,7 @@ async def test_slow_heartbeats_each_step_and_stops_when_cancelled(
 
 
 async def _until(condition: Callable[[], Awaitable[bool]], what: str) -> None:
-    give_up_at = time.monotonic() + SETTLE_DEADLINE_S
-    while not await condition():
-        if time.monotonic() > give_up_at:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)  # noqa: sleep-ok  (polling real jobs on the real clock, with a deadline)
+    await polling.until(condition, what, SETTLE_DEADLINE_S, interval_s=0.02)
 
 
 async def test_the_example_runs_on_the_local_runtime(example: LoadedApp, tmp_path: Path) -> None:

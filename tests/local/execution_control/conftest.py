@@ -8,13 +8,13 @@ runtime does concurrently, never stands in for time (time is the FixedClock).
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests import polling
 
 from tsumugi.application import define_tsumugi
 from tsumugi.application.tsumugi import Tsumugi
@@ -130,16 +130,7 @@ class Local:
 
     async def until(self, condition: Callable[[], Awaitable[bool] | bool], what: str) -> None:
         """Let the runtime work until ``condition`` holds; fail after a generous deadline."""
-        give_up_at = time.monotonic() + SETTLE_DEADLINE_S
-        while True:
-            value = condition()
-            if not isinstance(value, bool):
-                value = await value
-            if value:
-                return
-            if time.monotonic() > give_up_at:
-                raise AssertionError(f"timed out waiting for {what}")
-            await asyncio.sleep(0.002)  # noqa: sleep-ok  (yield to the runtime's tasks, with a deadline)
+        await polling.until(condition, what, SETTLE_DEADLINE_S)
 
     async def settled(self, job_id: str, state: str | None) -> None:
         """Wait until the job reaches ``state`` (None: swept from its shard)."""
