@@ -82,6 +82,26 @@ class RecordingShards:
 APP_HEADER = "x-test-app"
 
 
+class RecordingFlows:
+    """The REST app's ``start_run``/``run_control`` hooks: records calls, answers from ``outcomes``."""
+
+    def __init__(self, generated_id: str) -> None:
+        self.generated_id = generated_id  # the local id a start without one gets
+        self.started: list[tuple[Any, ...]] = []
+        self.controlled: list[tuple[str, str]] = []
+        self.outcomes: dict[str, dict[str, Any]] = {}
+
+    async def start(
+        self, env: Any, flow: str, input: Any, local_id: str | None, deadline_ms: int | None
+    ) -> str:
+        self.started.append((flow, input, local_id, deadline_ms))
+        return f"{flow}:{local_id or self.generated_id}"
+
+    async def control(self, env: Any, run_id: str, action: str) -> dict[str, Any]:
+        self.controlled.append((run_id, action))
+        return self.outcomes.get(run_id, {"ok": False, "reason": "gone"})
+
+
 @dataclass
 class Switchboard:
     """One uvicorn server for a whole session; each client's requests reach the app it was made for."""

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.api.rest_harness import NOW, Harness
+from tests.api.rest_harness import NOW, Harness, RecordingFlows
 
 from tsumugi.storage.read_model_writer import D1ReadModelWriter
 
@@ -29,30 +29,13 @@ def node(run_id: str, node_id: str, position: int, **fields: Any) -> dict[str, A
     return {**base, **fields}
 
 
-class Flows:
-    def __init__(self) -> None:
-        self.started: list[tuple[Any, ...]] = []
-        self.controlled: list[tuple[str, str]] = []
-        self.outcomes: dict[str, dict[str, Any]] = {}
-
-    async def start(
-        self, env: Any, flow: str, input: Any, local_id: str | None, deadline_ms: int | None
-    ) -> str:
-        self.started.append((flow, input, local_id, deadline_ms))
-        return f"{flow}:{local_id or 'gen1'}"
-
-    async def control(self, env: Any, run_id: str, action: str) -> dict[str, Any]:
-        self.controlled.append((run_id, action))
-        return self.outcomes.get(run_id, {"ok": False, "reason": "gone"})
+@pytest.fixture
+def flows() -> RecordingFlows:
+    return RecordingFlows("gen1")
 
 
 @pytest.fixture
-def flows() -> Flows:
-    return Flows()
-
-
-@pytest.fixture
-async def runs_api(harness: Harness, flows: Flows) -> Any:
+async def runs_api(harness: Harness, flows: RecordingFlows) -> Any:
     app = harness.app(flows=("signup", "billing"), start_run=flows.start, run_control=flows.control)
     async with harness.client(app) as client:
         yield client
@@ -146,7 +129,7 @@ async def test_run_projection_is_seq_guarded(harness: Harness, runs_api: httpx.A
     ],
 )
 async def test_start_run_validation(
-    flows: Flows, runs_api: httpx.AsyncClient, body: Any, message: str
+    flows: RecordingFlows, runs_api: httpx.AsyncClient, body: Any, message: str
 ) -> None:
     # A-62, A-63 (port: invalid id -> 400)
     response = await runs_api.post("/api/runs", content=json.dumps(body).encode())
@@ -154,7 +137,7 @@ async def test_start_run_validation(
     assert flows.started == []
 
 
-async def test_start_run_success(flows: Flows, runs_api: httpx.AsyncClient) -> None:
+async def test_start_run_success(flows: RecordingFlows, runs_api: httpx.AsyncClient) -> None:
     # 201 {"id"}; empty id means generated; deadlineMs passed through as an integer.
     response = await runs_api.post(
         "/api/runs", json={"flow": "signup", "input": None, "id": "", "deadlineMs": 5.0}
@@ -165,7 +148,7 @@ async def test_start_run_success(flows: Flows, runs_api: httpx.AsyncClient) -> N
     assert flows.started == [("signup", None, None, 5), ("signup", {"a": 1}, "u-1", None)]
 
 
-async def test_run_control_outcomes(flows: Flows, runs_api: httpx.AsyncClient) -> None:
+async def test_run_control_outcomes(flows: RecordingFlows, runs_api: httpx.AsyncClient) -> None:
     # A-64, F-89: malformed id 400; ok 200; invalid-state 409; gone 410 (flow not checked).
     flows.outcomes = {"signup:a": {"ok": True}, "signup:b": {"ok": False, "reason": "invalid-state"}}
     for bad in ("nocolon", "a:b:c", "a%20b:c", ":x"):

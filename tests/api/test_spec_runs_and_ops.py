@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.api.rest_harness import Harness, RecordingShard
+from tests.api.rest_harness import Harness, RecordingFlows, RecordingShard
 
 from tsumugi.storage.read_model_writer import D1ReadModelWriter
 
@@ -17,30 +17,13 @@ RUN_GONE = (
 )
 
 
-class FlowControl:
-    def __init__(self) -> None:
-        self.started: list[tuple[Any, ...]] = []
-        self.controlled: list[tuple[str, str]] = []
-        self.outcomes: dict[str, dict[str, Any]] = {}
-
-    async def start(
-        self, env: Any, flow: str, input: Any, local_id: str | None, deadline_ms: int | None
-    ) -> str:
-        self.started.append((flow, input, local_id, deadline_ms))
-        return f"{flow}:{local_id or 'gen'}"
-
-    async def control(self, env: Any, run_id: str, action: str) -> dict[str, Any]:
-        self.controlled.append((run_id, action))
-        return self.outcomes.get(run_id, {"ok": False, "reason": "gone"})
+@pytest.fixture
+def flows() -> RecordingFlows:
+    return RecordingFlows("gen")
 
 
 @pytest.fixture
-def flows() -> FlowControl:
-    return FlowControl()
-
-
-@pytest.fixture
-async def runs_api(harness: Harness, flows: FlowControl) -> AsyncIterator[httpx.AsyncClient]:
+async def runs_api(harness: Harness, flows: RecordingFlows) -> AsyncIterator[httpx.AsyncClient]:
     app = harness.app(flows=("signup", "billing"), start_run=flows.start, run_control=flows.control)
     async with harness.client(app) as client:
         yield client
@@ -101,7 +84,7 @@ async def test_without_flows_reads_are_empty_not_501(api: httpx.AsyncClient) -> 
     ],
 )
 async def test_start_run_first_failure_wins(
-    flows: FlowControl, runs_api: httpx.AsyncClient, body: str, message: str
+    flows: RecordingFlows, runs_api: httpx.AsyncClient, body: str, message: str
 ) -> None:
     #
     response = await runs_api.post("/api/runs", content=body.encode())
@@ -109,7 +92,7 @@ async def test_start_run_first_failure_wins(
     assert flows.started == []
 
 
-async def test_start_run_accepts_any_input(flows: FlowControl, runs_api: httpx.AsyncClient) -> None:
+async def test_start_run_accepts_any_input(flows: RecordingFlows, runs_api: httpx.AsyncClient) -> None:
     # input may be null; an empty id is absent; A-63: 201 {"id"}; deadlineMs reaches the flow.
     first = await runs_api.post(
         "/api/runs", json={"flow": "signup", "input": None, "id": "", "deadlineMs": 60_000}
@@ -123,7 +106,7 @@ async def test_start_run_accepts_any_input(flows: FlowControl, runs_api: httpx.A
 @pytest.mark.parametrize(
     "run_id", ["signup", "signup%3A", "%3Ar1", "sign%20up%3Ar1", "signup%3Ar%3A1", "signup%3Ar.1"]
 )
-async def test_malformed_run_ids(flows: FlowControl, runs_api: httpx.AsyncClient, run_id: str) -> None:
+async def test_malformed_run_ids(flows: RecordingFlows, runs_api: httpx.AsyncClient, run_id: str) -> None:
     # 400 invalid run id, before the Run DO is asked.
     for action in ("retry", "cancel"):
         response = await runs_api.post(f"/api/runs/{run_id}/{action}")
@@ -131,7 +114,7 @@ async def test_malformed_run_ids(flows: FlowControl, runs_api: httpx.AsyncClient
     assert flows.controlled == []
 
 
-async def test_run_control_outcome_bodies(flows: FlowControl, runs_api: httpx.AsyncClient) -> None:
+async def test_run_control_outcome_bodies(flows: RecordingFlows, runs_api: httpx.AsyncClient) -> None:
     # 200 / 409 / 410 exact; the flow name is not checked against the registry.
     flows.outcomes.update({"signup:a": {"ok": True}, "signup:b": {"ok": False, "reason": "invalid-state"}})
     cases = {"signup:a": (200, '{"ok":true}'),
