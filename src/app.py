@@ -22,7 +22,7 @@ from tsumugi.application import define_tsumugi
 from tsumugi.client import env_binding
 from tsumugi.core.schedules import ScheduleContext
 from tsumugi.flows import FlowBuilder, create_flow
-from tsumugi.performer import JobContext, Performer
+from tsumugi.performer import JobContext, Performer, remote
 from tsumugi.ui import DEFAULT_TOKEN_COOKIE
 
 log = logging.getLogger("tsumugi.example")
@@ -85,6 +85,18 @@ class Report(Performer):
         log.info("Report: %s of %s failed", payload.get("failed"), payload.get("total"))
 
 
+class Shout(Performer):
+    """Returns ``{"shouted": TEXT}`` for ``{"text": str}``; beats once, so progress crosses back too.
+
+    A remote performer (J-62): on Cloudflare the companion Worker (``src/companion.py``) serves it and this
+    Worker reaches it through the ``Shout`` service binding; ``tsumugi dev`` performs it in process.
+    """
+
+    async def perform(self, payload: Any, ctx: JobContext) -> dict[str, Any]:
+        beat = await ctx.heartbeat(0.5)
+        return {"shouted": str(payload.get("text", "")).upper(), "cancelRequested": beat.cancel_requested}
+
+
 PERFORMERS = {
     "Hello": Hello,
     "Boom": Boom,
@@ -92,7 +104,10 @@ PERFORMERS = {
     "ListNames": ListNames,
     "Greet": Greet,
     "Report": Report,
+    "Shout": remote(Shout),
 }
+# Greet jobs spread over two shards (J-17, J-19): a fan-out's nodes, or a partition_key, pick the shard.
+BINDINGS = {"Greet": {"shards": 2}}
 TIMED_DEADLINE_MS = 600_000  # TIMED fails if it is not done within ten minutes (F-73)
 
 flow = create_flow(PERFORMERS)
@@ -136,6 +151,7 @@ def _ping(context: ScheduleContext) -> dict[str, str]:
 
 tsumugi = define_tsumugi(
     performers=PERFORMERS,
+    bindings=BINDINGS,
     flows={"GREETINGS": GREETINGS, "PIPELINE": PIPELINE, "TIMED": TIMED},
     schedules={
         "poll-names": {"binding": "ListNames", "every_ms": 300_000, "payload": {"prefix": "poll"}},

@@ -133,3 +133,14 @@ def test_version_defaults_to_the_installed_package() -> None:
     from tsumugi.api.openapi import package_version
 
     assert openapi_document()["info"]["version"] == package_version() != ""
+
+
+def test_shipped_document_is_what_the_models_generate() -> None:
+    # ADR-0128: the server serves openapi.json as shipped; it must equal a fresh generation from the
+    # pydantic models, byte for byte (run scripts/build-openapi after changing a model).
+    from importlib import resources
+
+    from tsumugi.api.openapi_build import document_text
+
+    shipped = resources.files("tsumugi.api").joinpath("openapi.json").read_text(encoding="utf-8")
+    assert shipped == document_text(), "openapi.json is stale: run scripts/build-openapi"

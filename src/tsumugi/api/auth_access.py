@@ -1,8 +1,9 @@
 """Cloudflare Access JWT verification: RS256 only, exact issuer, audience string or list (A-83..A-87).
 
 The claim checks run on the decoded segments first, so the JWKS is fetched only for plausible tokens
-(A-86); PyJWT's ``RSAAlgorithm`` (pure Python over ``cryptography``, both shipped by Pyodide) verifies
-the signature with the algorithm pinned, never the header's (ADR-0065).
+(A-86). The signature is checked as RS256 whatever the header says (ADR-0065), by the platform's
+``AccessPlatform``: on CPython, PyJWT over ``cryptography`` and an httpx fetch of the JWKS; in a Python
+Worker, where ``cryptography`` does not load, WebCrypto and the runtime's ``fetch`` (ADR-0128).
 """
 
 from __future__ import annotations
@@ -11,11 +12,9 @@ import base64
 import binascii
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Final
 
-from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
-from jwt.algorithms import RSAAlgorithm
-from jwt.exceptions import InvalidKeyError
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -27,6 +26,8 @@ DEFAULT_JWKS_TTL_MS: Final = 3_600_000  # A-86: one hour
 JWKS_TIMEOUT_S: Final = 10.0
 
 FetchJwks = Callable[[str], Awaitable[dict[str, Any]]]
+# (jwk, signed bytes, signature) -> valid; False for a key that is not an RSA public key.
+VerifyRs256 = Callable[[dict[str, Any], bytes, bytes], Awaitable[bool]]
 
 # A-86: process-wide, per URL: (fetched_at_ms, jwks).
 _jwks_cache: dict[str, tuple[int, dict[str, Any]]] = {}
@@ -46,6 +47,38 @@ async def _fetch_jwks_over_http(url: str) -> dict[str, Any]:
         answer.raise_for_status()
         data: dict[str, Any] = answer.json()
         return data
+
+
+async def _verify_with_cryptography(jwk: dict[str, Any], signed: bytes, signature: bytes) -> bool:
+    """The default verifier: PyJWT's RS256 over ``cryptography``, imported on first use."""
+    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
+    from jwt.algorithms import RSAAlgorithm
+    from jwt.exceptions import InvalidKeyError
+
+    try:
+        key = RSAAlgorithm.from_jwk(jwk)
+    except (InvalidKeyError, ValueError, TypeError):
+        return False
+    if not isinstance(key, RSAPublicKey):
+        return False
+    return bool(RSAAlgorithm(RSAAlgorithm.SHA256).verify(signed, key, signature))
+
+
+@dataclass(frozen=True)
+class AccessPlatform:
+    """How this runtime fetches a JWKS and checks an RS256 signature."""
+
+    fetch_jwks: FetchJwks
+    verify_rs256: VerifyRs256
+
+
+_platform = AccessPlatform(_fetch_jwks_over_http, _verify_with_cryptography)
+
+
+def use_access_platform(platform: AccessPlatform) -> None:
+    """Install the runtime's JWKS fetch and RS256 check (the Workers runtime calls this on import)."""
+    global _platform
+    _platform = platform
 
 
 def _segment_json(segment: str) -> Any:
@@ -87,7 +120,7 @@ class AccessAuth:
         self.jwks_url = f"{self.issuer}/cdn-cgi/access/certs"
         self.aud = aud
         self._ttl_ms = cache_ttl_ms
-        self._fetch = fetch_jwks or _fetch_jwks_over_http
+        self._fetch = fetch_jwks
         self._clock = clock or SystemClock()
 
     def _claims_ok(self, header: dict[str, Any], payload: dict[str, Any], now_ms: int) -> bool:
@@ -109,7 +142,7 @@ class AccessAuth:
         cached = _jwks_cache.get(self.jwks_url)
         if cached is not None and now_ms - cached[0] < self._ttl_ms:
             return cached[1]
-        jwks = await self._fetch(self.jwks_url)
+        jwks = await (self._fetch or _platform.fetch_jwks)(self.jwks_url)
         _jwks_cache[self.jwks_url] = (now_ms, jwks)
         return jwks
 
@@ -125,15 +158,12 @@ class AccessAuth:
         if jwk is None:
             return None  # A-86: an unknown kid does not refetch
         try:
-            key = RSAAlgorithm.from_jwk(jwk)
-            if not isinstance(key, RSAPublicKey):
-                return None
             signature = _segment_bytes(parts[2])
-        except (InvalidKeyError, ValueError, binascii.Error, UnicodeError):
-            return None  # ADR-0065: a malformed key or signature is a refusal, not a 500
-        signed = f"{parts[0]}.{parts[1]}".encode("ascii")
-        if not RSAAlgorithm(RSAAlgorithm.SHA256).verify(signed, key, signature):
-            return None
+            signed = f"{parts[0]}.{parts[1]}".encode("ascii")
+        except (ValueError, binascii.Error, UnicodeError):
+            return None  # ADR-0065: a malformed signature is a refusal, not a 500
+        if not await _platform.verify_rs256(jwk, signed, signature):
+            return None  # a malformed key is a refusal too
         return payload
 
     async def __call__(self, request: Request, env: Any) -> Response | None:

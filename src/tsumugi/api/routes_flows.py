@@ -9,7 +9,8 @@ from typing import Any, Final
 from starlette.responses import Response
 
 from tsumugi.api.context import RequestContext
-from tsumugi.api.models import (
+from tsumugi.api.routes_mutations import mutation_response
+from tsumugi.api.shapes import (
     Created,
     FlowList,
     RunDetail,
@@ -17,14 +18,15 @@ from tsumugi.api.models import (
     RunList,
     RunNode,
     RunSummary,
+    Schedule,
     ScheduleList,
+    pick,
 )
-from tsumugi.api.routes_mutations import mutation_response
 from tsumugi.api.validation import validate_start_run
 from tsumugi.api.wire import (
     BodyError,
     error_response,
-    model_response,
+    json_response,
     optional_text,
     parse_paging,
     read_json_body,
@@ -36,7 +38,8 @@ _RUN_ID: Final = re.compile(r"[A-Za-z0-9_-]+:[A-Za-z0-9_-]+")  # A-8
 
 
 async def list_flows(ctx: RequestContext) -> Response:
-    return model_response(FlowList(flows=sorted(ctx.options.flows)))
+    body: FlowList = {"flows": sorted(ctx.options.flows)}
+    return json_response(body)
 
 
 async def list_runs(ctx: RequestContext) -> Response:
@@ -44,8 +47,8 @@ async def list_runs(ctx: RequestContext) -> Response:
     rows, total = await runs_sql.list_runs(
         ctx.db, optional_text(ctx.query("state")), optional_text(ctx.query("flow")), limit, offset
     )
-    body = RunList(runs=[RunSummary.model_validate(r) for r in rows], total=total)
-    return model_response(body)
+    body: RunList = {"runs": [pick(RunSummary, r) for r in rows], "total": total}
+    return json_response(body)
 
 
 def _after(text: Any) -> list[str]:
@@ -58,14 +61,10 @@ def _after(text: Any) -> list[str]:
 
 
 def _node(row: dict[str, Any]) -> RunNode:
-    return RunNode.model_validate(
-        {
-            **{k: row[k] for k in RunNode.model_fields if k not in ("id", "container", "after")},
-            "id": row["node_id"],
-            "container": bool(row["container"]),
-            "after": _after(row["after"]),
-        }
+    node: RunNode = pick(
+        RunNode, row, id=row["node_id"], container=bool(row["container"]), after=_after(row["after"])
     )
+    return node
 
 
 async def get_run(ctx: RequestContext) -> Response:
@@ -73,9 +72,9 @@ async def get_run(ctx: RequestContext) -> Response:
     if found is None:
         return error_response("not found", 404)
     run, nodes = found
-    detail = RunDetail.model_validate({**run, "retryable": run["state"] == "FAILED"})
-    body = RunDetailResponse(run=detail, nodes=[_node(n) for n in nodes])
-    return model_response(body)
+    detail: RunDetail = pick(RunDetail, run, retryable=run["state"] == "FAILED")
+    body: RunDetailResponse = {"run": detail, "nodes": [_node(n) for n in nodes]}
+    return json_response(body)
 
 
 async def start_run(ctx: RequestContext) -> Response:
@@ -86,8 +85,9 @@ async def start_run(ctx: RequestContext) -> Response:
         accepted = validate_start_run(await read_json_body(ctx.request), ctx.options.flows)
     except BodyError as exc:
         return error_response(exc.message, 400)
-    run_id = await start(ctx.env, accepted.flow, accepted.input, accepted.id, accepted.deadlineMs)
-    return model_response(Created(id=run_id), 201)
+    run_id = await start(ctx.env, accepted["flow"], accepted["input"], accepted["id"], accepted["deadlineMs"])
+    body: Created = {"id": run_id}
+    return json_response(body, 201)
 
 
 async def _control(ctx: RequestContext, action: str) -> Response:
@@ -113,4 +113,5 @@ async def list_schedules(ctx: RequestContext) -> Response:
     if read is None:
         return error_response("schedules are not available", 501)
     items = sorted(await read(ctx.env), key=lambda s: str(s.get("name")))
-    return model_response(ScheduleList.model_validate({"schedules": items}))
+    body: ScheduleList = {"schedules": [pick(Schedule, item) for item in items]}
+    return json_response(body)

@@ -8,7 +8,7 @@ from typing import Any
 from starlette.responses import Response
 
 from tsumugi.api.context import RequestContext
-from tsumugi.api.models import (
+from tsumugi.api.shapes import (
     AttemptRecord,
     BindingList,
     JobDetail,
@@ -16,8 +16,10 @@ from tsumugi.api.models import (
     JobList,
     JobSummary,
     Stats,
+    is_attempt_record,
+    pick,
 )
-from tsumugi.api.wire import error_response, model_response, optional_text, parse_paging, query_bound
+from tsumugi.api.wire import error_response, json_response, optional_text, parse_paging, query_bound
 from tsumugi.storage import read_model_jobs as jobs_sql
 from tsumugi.storage.read_model_jobs import JobFilter, JobPage
 
@@ -34,11 +36,9 @@ def _retryable(ctx: RequestContext, row: dict[str, Any], now_ms: int) -> bool:
     return int(row["updated_at"]) > now_ms - window_ms
 
 
-def _summary(ctx: RequestContext, row: dict[str, Any], now_ms: int) -> dict[str, Any]:
-    return {
-        **{k: row[k] for k in JobSummary.model_fields if k != "retryable"},
-        "retryable": _retryable(ctx, row, now_ms),
-    }
+def _summary(ctx: RequestContext, row: dict[str, Any], now_ms: int) -> JobSummary:
+    summary: JobSummary = pick(JobSummary, row, retryable=_retryable(ctx, row, now_ms))
+    return summary
 
 
 async def list_jobs(ctx: RequestContext) -> Response:
@@ -62,11 +62,11 @@ async def list_jobs(ctx: RequestContext) -> Response:
     )
     rows, total = await jobs_sql.list_jobs(ctx.db, flt, page)
     now_ms = ctx.now_ms()
-    body = JobList(jobs=[JobSummary.model_validate(_summary(ctx, r, now_ms)) for r in rows], total=total)
-    return model_response(body)
+    body: JobList = {"jobs": [_summary(ctx, r, now_ms) for r in rows], "total": total}
+    return json_response(body)
 
 
-def _attempts_log(row: dict[str, Any]) -> list[dict[str, Any]]:
+def _attempts_log(row: dict[str, Any]) -> list[AttemptRecord]:
     """A-36, A-37: the stored log, or one synthesised entry for a completed job without one."""
     text = row.get("attempts_log")
     entries: Any = None
@@ -75,11 +75,9 @@ def _attempts_log(row: dict[str, Any]) -> list[dict[str, Any]]:
             entries = json.loads(text)
         except ValueError:
             entries = None
-    if isinstance(entries, list) and entries:
-        try:
-            return [AttemptRecord.model_validate(e).model_dump(mode="json") for e in entries]
-        except ValueError:
-            pass  # A-37: a malformed log never fails the request
+    # A-37: a malformed log never fails the request; it is replaced as if there were none.
+    if isinstance(entries, list) and entries and all(is_attempt_record(e) for e in entries):
+        return entries
     if row["state"] == "COMPLETED" and row["dispatched_at"] is not None:
         return [
             {
@@ -97,15 +95,10 @@ async def get_job(ctx: RequestContext) -> Response:
     row = await jobs_sql.get_job(ctx.db, ctx.params["id"])
     if row is None:
         return error_response("not found", 404)
-    detail = {
-        **_summary(ctx, row, ctx.now_ms()),
-        **{k: row[k] for k in ("concurrency_key", "unique_key", "guarantee", "run_after", "progress")},
-        "payload": row["payload"],
-        "result": row["result"],
-        "attempts_log": _attempts_log(row),
-    }
-    body = JobDetailResponse(job=JobDetail.model_validate(detail))
-    return model_response(body)
+    summary = _summary(ctx, row, ctx.now_ms())
+    detail: JobDetail = pick(JobDetail, row, **summary, attempts_log=_attempts_log(row))
+    body: JobDetailResponse = {"job": detail}
+    return json_response(body)
 
 
 async def get_stats(ctx: RequestContext) -> Response:
@@ -113,10 +106,12 @@ async def get_stats(ctx: RequestContext) -> Response:
     oldest = await jobs_sql.oldest_scheduled_created_at(ctx.db)
     # A-54 [Q]: measured from creation, not from run_after.
     oldest_ms = None if oldest is None else max(0, ctx.now_ms() - oldest)
-    return model_response(Stats(byState=by_state, oldestScheduledMs=oldest_ms))
+    body: Stats = {"byState": by_state, "oldestScheduledMs": oldest_ms}
+    return json_response(body)
 
 
 async def list_bindings(ctx: RequestContext) -> Response:
     performers = ctx.options.performers
     names = sorted(performers) if performers is not None else await jobs_sql.distinct_bindings(ctx.db)
-    return model_response(BindingList(bindings=names))
+    body: BindingList = {"bindings": names}
+    return json_response(body)

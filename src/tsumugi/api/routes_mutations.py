@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Final
+from typing import Final
 
 from starlette.responses import Response
 
 from tsumugi.api.context import RequestContext
-from tsumugi.api.models import BulkResult, Created
+from tsumugi.api.shapes import BulkFailure, BulkResult, Created
 from tsumugi.api.validation import BulkSelection, validate_bulk, validate_create_job, validate_reschedule
 from tsumugi.api.wire import (
     BodyError,
     error_response,
     json_response,
-    model_response,
     read_json_body,
     refusal_response,
 )
@@ -58,10 +57,11 @@ async def create_job(ctx: RequestContext) -> Response:
     except BodyError as exc:
         return error_response(exc.message, 400)
     try:
-        job_id = await enqueue(ctx.env, {k: getattr(accepted, k) for k in accepted.model_fields_set})
+        job_id = await enqueue(ctx.env, dict(accepted))
     except (EnqueueError, InvalidJobIdError) as exc:
         return error_response(str(exc), 400)  # ADR-0066: refused input is a 400, never a 500
-    return model_response(Created(id=job_id), 201)
+    created: Created = {"id": job_id}
+    return json_response(created, 201)
 
 
 async def _single(ctx: RequestContext, action: str) -> Response:
@@ -91,12 +91,14 @@ async def reschedule_job(ctx: RequestContext) -> Response:
     name = _shard_name(job_id)
     if name is None:
         return error_response("invalid job id", 400)
-    run_at = accepted.runAt
+    run_at = accepted.get("runAt")
     if run_at is None:
-        run_at = ctx.now_ms() + (accepted.delayMs or 0)  # request time + delayMs
+        run_at = ctx.now_ms() + accepted.get("delayMs", 0)  # request time + delayMs
     # Instants stay within the integers JS and D1 represent exactly (ADR-0066).
     run_at_ms = int(max(-MAX_SAFE_INTEGER, min(MAX_SAFE_INTEGER, run_at)))
-    result = await ctx.shards.get(name).reschedule(job_id, run_at=run_at_ms, priority=accepted.priority)
+    result = await ctx.shards.get(name).reschedule(
+        job_id, run_at=run_at_ms, priority=accepted.get("priority")
+    )
     return mutation_response(result, JOB_GONE)
 
 
@@ -122,7 +124,7 @@ async def _bulk(ctx: RequestContext, action: str) -> Response:
         return error_response(exc.message, 400)
     ids, remaining = await _select(ctx, selection)
     groups: dict[str, list[str]] = {}
-    invalid: list[dict[str, Any]] = []
+    invalid: list[BulkFailure] = []
     for job_id in ids:
         name = _shard_name(job_id)
         if name is None:
@@ -134,9 +136,11 @@ async def _bulk(ctx: RequestContext, action: str) -> Response:
         *(ctx.shards.get(name).mutate_many(action, group) for name, group in groups.items())
     )
     ok = [job_id for r in results for job_id in r.get("ok", [])]
-    failed = [f for r in results for f in r.get("failed", [])] + invalid
-    body = BulkResult.model_validate({"ok": ok, "failed": failed, "remaining": remaining})
-    return model_response(body)
+    failed: list[BulkFailure] = [
+        {"id": f["id"], "reason": f["reason"]} for r in results for f in r.get("failed", [])
+    ]
+    body: BulkResult = {"ok": ok, "failed": failed + invalid, "remaining": remaining}
+    return json_response(body)
 
 
 async def bulk_retry(ctx: RequestContext) -> Response:

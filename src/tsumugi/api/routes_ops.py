@@ -10,14 +10,21 @@ from typing import Any, Final
 from starlette.responses import Response
 
 from tsumugi.api.context import RequestContext
-from tsumugi.api.models import Diagnostics, MetricsResponse, PolicyResult
+from tsumugi.api.shapes import (
+    BindingMetrics,
+    Diagnostics,
+    MetricsPoint,
+    MetricsResponse,
+    PolicyResult,
+    binding_diagnostics,
+    pick,
+)
 from tsumugi.api.wire import (
     BodyError,
     error_response,
     is_finite_number,
     js_number,
     json_response,
-    model_response,
     read_json_body,
 )
 from tsumugi.errors import MetricsUpstreamError
@@ -34,8 +41,9 @@ async def get_diagnostics(ctx: RequestContext) -> Response:
     """A-55, J-185: asked live from shard 0 of every registered binding, in registration order."""
     names = list(ctx.options.performers or ())
     answers = await asyncio.gather(*(ctx.shards.get(f"{name}#0").diagnostics() for name in names))
-    body = Diagnostics.model_validate({"shard": 0, "bindings": dict(zip(names, answers, strict=True))})
-    return json_response(body.model_dump(mode="json", exclude_none=True))  # no pause reported: no key
+    bindings = {name: binding_diagnostics(answer) for name, answer in zip(names, answers, strict=True)}
+    body: Diagnostics = {"shard": 0, "bindings": bindings}
+    return json_response(body)
 
 
 def _is_count(value: Any) -> bool:
@@ -104,8 +112,8 @@ async def update_policy(ctx: RequestContext) -> Response:
     results = await asyncio.gather(
         *(ctx.shards.get(f"{binding}#{n}").update_policy(patch) for n in range(shards))
     )
-    body = PolicyResult(ok=True, settings=results[0] if results else {}, shards=shards)
-    return model_response(body)
+    body: PolicyResult = {"ok": True, "settings": results[0] if results else {}, "shards": shards}
+    return json_response(body)
 
 
 async def reset_policy(ctx: RequestContext) -> Response:
@@ -119,8 +127,8 @@ async def reset_policy(ctx: RequestContext) -> Response:
             for n in range(options.shards)
         )
     )
-    body = PolicyResult(ok=True, settings=results[0] if results else {}, shards=options.shards)
-    return model_response(body)
+    body: PolicyResult = {"ok": True, "settings": results[0] if results else {}, "shards": options.shards}
+    return json_response(body)
 
 
 def _metrics_window(ctx: RequestContext) -> tuple[int, str | None]:
@@ -150,5 +158,9 @@ async def get_metrics(ctx: RequestContext) -> Response:
         report = await reader.read(hours, binding)
     except MetricsUpstreamError as exc:
         return error_response(str(exc), 502)  # A-68, M-12
-    body = MetricsResponse.model_validate({"hours": hours, **report})
-    return model_response(body)
+    body: MetricsResponse = {
+        "hours": hours,
+        "bindings": [pick(BindingMetrics, item) for item in report.get("bindings", [])],
+        "series": [pick(MetricsPoint, point) for point in report.get("series", [])],
+    }
+    return json_response(body)

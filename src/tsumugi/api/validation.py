@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from tsumugi.api.models import CreateJobRequest, RescheduleRequest, StartRunRequest
+from tsumugi.api.shapes import CreateJobRequest, RescheduleRequest, StartRunRequest
 from tsumugi.api.wire import BodyError, is_finite_number
 
 BULK_MAX_IDS: Final = 200
@@ -58,14 +58,14 @@ def validate_create_job(body: Any, performers: Sequence[str] | None) -> CreateJo
     _check_strings(fields, ("concurrencyKey", "uniqueKey"))
     if "expiresInMs" in fields and not _is_positive_integer(fields["expiresInMs"]):
         raise BodyError("expiresInMs must be positive")  # J-41 [NEW]: the one newer field REST takes
-    accepted: dict[str, Any] = {"binding": binding, "payload": fields["payload"]}
+    accepted: CreateJobRequest = {"binding": binding, "payload": fields["payload"]}
     for name in ("maxAttempts", "delayMs", "priority", "expiresInMs"):
         if name in fields:
             accepted[name] = fields[name]
     for name in ("concurrencyKey", "uniqueKey"):
         if fields.get(name):  # an empty key is dropped
-            accepted[name] = fields[name]
-    return CreateJobRequest.model_construct(**accepted)
+            accepted[name] = fields[name]  # type: ignore[literal-required]
+    return accepted
 
 
 def validate_reschedule(body: Any) -> RescheduleRequest:
@@ -79,9 +79,11 @@ def validate_reschedule(body: Any) -> RescheduleRequest:
         raise BodyError("runAt or delayMs is required")
     if "delayMs" in fields and fields["delayMs"] < 0:
         raise BodyError("delayMs must not be negative")
-    return RescheduleRequest.model_construct(
-        **{k: fields[k] for k in ("runAt", "delayMs", "priority") if k in fields}
-    )
+    accepted: RescheduleRequest = {}
+    for name in ("runAt", "delayMs", "priority"):
+        if name in fields:
+            accepted[name] = fields[name]
+    return accepted
 
 
 @dataclass(frozen=True)
@@ -159,9 +161,9 @@ def validate_start_run(body: Any, flows: Sequence[str]) -> StartRunRequest:
     if local_id is not None and not _LOCAL_ID.fullmatch(local_id):
         raise BodyError("invalid run id")
     deadline = fields.get("deadlineMs")
-    return StartRunRequest.model_construct(
-        flow=flow,
-        input=fields["input"],
-        id=local_id,
-        deadlineMs=None if deadline is None else int(deadline),
-    )
+    return {
+        "flow": flow,
+        "input": fields["input"],
+        "id": local_id,
+        "deadlineMs": None if deadline is None else int(deadline),
+    }

@@ -5,14 +5,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from functools import cache
-from typing import Any, Final, get_args
+from typing import Any, Final
 
-from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from tsumugi.api.models import JS_NUMBER_VALIDATOR
 from tsumugi.core import jsonwire
 
 JSON_MEDIA_TYPE: Final = "application/json; charset=UTF-8"  # A-2: as the original framework sends it
@@ -40,33 +37,6 @@ class BodyError(Exception):
 def json_response(body: Any, status: int = 200) -> Response:
     """Compact JSON with integral numbers printed as integers (A-2, A-10)."""
     return Response(jsonwire.dumps(body), status_code=status, media_type=JSON_MEDIA_TYPE)
-
-
-@cache
-def _prints_like_js(model: type[BaseModel]) -> bool:
-    """True when pydantic's own JSON already matches JS: no float (or untyped) field anywhere inside."""
-    if model.model_config.get("extra") == "allow":
-        return False
-    pending: list[Any] = [
-        f.annotation for f in model.model_fields.values() if JS_NUMBER_VALIDATOR not in f.metadata
-    ]
-    while pending:
-        annotation = pending.pop()
-        if annotation is float or annotation is Any:
-            return False
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            if not _prints_like_js(annotation):
-                return False
-            continue
-        pending.extend(get_args(annotation))
-    return True
-
-
-def model_response(model: BaseModel, status: int = 200) -> Response:
-    """A pydantic body; the fast serializer when it cannot print ``1.0`` (A-10), else the JS-safe path."""
-    if _prints_like_js(type(model)):
-        return Response(model.model_dump_json(), status_code=status, media_type=JSON_MEDIA_TYPE)
-    return json_response(model.model_dump(mode="json"), status)
 
 
 def error_response(message: str, status: int) -> Response:

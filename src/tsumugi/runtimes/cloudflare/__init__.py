@@ -22,6 +22,7 @@ __all__ = [
     "RunObject",
     "SchedulerObject",
     "TsumugiJobShard",
+    "WorkerEntrypoint",
     "WorkerEnv",
     "WorkerHandlers",
     "serve_perform",
@@ -32,6 +33,7 @@ _LAZY_EXPORTS = {
     "RunObject": "tsumugi.runtimes.cloudflare.flow_objects",
     "SchedulerObject": "tsumugi.runtimes.cloudflare.flow_objects",
     "TsumugiJobShard": "tsumugi.runtimes.cloudflare.durable_objects",
+    "WorkerEntrypoint": "tsumugi.runtimes.cloudflare.worker_entry",
     "WorkerHandlers": "tsumugi.runtimes.cloudflare.worker_entry",
 }
 

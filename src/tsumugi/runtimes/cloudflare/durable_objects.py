@@ -10,7 +10,8 @@ from __future__ import annotations
 import importlib
 import random
 from collections.abc import Sequence
-from typing import Any
+from functools import cached_property
+from typing import Any, Final
 
 from tsumugi.clock import SystemClock
 from tsumugi.coordinator.job_shard import JobShard
@@ -18,6 +19,7 @@ from tsumugi.projection.analytics_engine import AnalyticsEngineWriter
 from tsumugi.runtimes.cloudflare.alarm import DurableObjectAlarm
 from tsumugi.runtimes.cloudflare.do_sql import DurableObjectSqlExecutor
 from tsumugi.runtimes.cloudflare.js_conversion import to_js_value, to_py_value, unwrap_sdk
+from tsumugi.runtimes.cloudflare.rpc_stubs import UNNAMED_MARKER
 from tsumugi.runtimes.cloudflare.worker_env import worker_env_for
 from tsumugi.storage.read_model_writer import D1ReadModelWriter
 
@@ -26,8 +28,26 @@ from tsumugi.storage.read_model_writer import D1ReadModelWriter
 _DurableObject: Any = importlib.import_module("workers").DurableObject
 
 
+# Where a Durable Object keeps its own name when ``ctx.id.name`` cannot tell it (see ``object_name``).
+NAME_TABLE: Final = "tsumugi_object_name"
+
+
+class UnnamedObjectError(Exception):
+    """Raised by an RPC that reached a Durable Object which does not know its own name yet.
+
+    The caller's stub answers by calling ``identify(name)`` once and retrying (``rpc_stubs``).
+    """
+
+
 class HostedCoordinator(_DurableObject):  # type: ignore[misc]
-    """What every Tsumugi Durable Object shares: SQL, alarm, env adapters and its own name."""
+    """What every Tsumugi Durable Object shares: SQL, alarm, env adapters and its own name.
+
+    The coordinator needs the Durable Object's name (J-17: a shard is ``<binding>#<n>``, a run its run id).
+    ``ctx.id.name`` gives it whenever the stub came from ``idFromName``, as every Tsumugi stub does. A
+    proxy that forwards by hex id (``wrangler dev``'s registry, between two dev processes) drops it; then
+    the name kept in this object's SQL is used, and an object that has none yet refuses the call with
+    ``UnnamedObjectError`` until the caller's stub ``identify``s it.
+    """
 
     def __init__(self, ctx: Any, env: Any) -> None:
         super().__init__(ctx, env)
@@ -35,8 +55,28 @@ class HostedCoordinator(_DurableObject):  # type: ignore[misc]
         self.sql = DurableObjectSqlExecutor(state.storage)
         self.alarm_port = DurableObjectAlarm(state.storage)
         self.worker_env = worker_env_for(env)
-        # J-17: the DO name (`<binding>#<n>` for a shard) is known when the id came from idFromName.
-        self.object_name = str(to_py_value(getattr(state.id, "name", None)) or "")
+        self._name: str | None = str(to_py_value(getattr(state.id, "name", None)) or "") or None
+
+    @property
+    def object_name(self) -> str:
+        if self._name is None:
+            self._name = self._stored_name()
+        if self._name is None:
+            raise UnnamedObjectError(f"{UNNAMED_MARKER}: this Durable Object does not know its name yet")
+        return self._name
+
+    def _stored_name(self) -> str | None:
+        self.sql.execute(f"CREATE TABLE IF NOT EXISTS {NAME_TABLE} (name TEXT NOT NULL)")
+        rows = self.sql.execute(f"SELECT name FROM {NAME_TABLE} LIMIT 1")
+        return str(rows[0][0]) if rows else None
+
+    async def identify(self, name: str) -> None:
+        """Learn this object's name from a caller that addressed it by name (see the class notes)."""
+        name = str(to_py_value(name))
+        if self._name is not None or self._stored_name() is not None:
+            return
+        self.sql.execute(f"INSERT INTO {NAME_TABLE} (name) VALUES (?)", (name,))
+        self._name = name
 
 
 def _data_point_writer(dataset: Any) -> Any:
@@ -51,12 +91,13 @@ def _data_point_writer(dataset: Any) -> Any:
 class TsumugiJobShard(HostedCoordinator):
     """One job shard (``JOB_SHARD``): the RPC surface of ``ports.ShardRpc`` plus the alarm tick (J-161)."""
 
-    def __init__(self, ctx: Any, env: Any) -> None:
-        super().__init__(ctx, env)
+    @cached_property
+    def shard(self) -> JobShard:
+        """The engine's shard, built on first use, once the object's name is known."""
         bindings = self.worker_env
         database = bindings.get("TSUMUGI_DB")
         metrics = bindings.get("TSUMUGI_METRICS")  # optional (J-6): one point per terminal snapshot (J-194)
-        self.shard = JobShard(
+        return JobShard(
             self.object_name,
             self.sql,
             clock=SystemClock(),

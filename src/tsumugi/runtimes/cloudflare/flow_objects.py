@@ -7,6 +7,7 @@ so the entry module subclasses them and sets ``app`` to its ``define_tsumugi`` r
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, ClassVar
 
 from tsumugi.clock import SystemClock
@@ -27,11 +28,12 @@ class RunObject(HostedCoordinator):
 
     app: ClassVar[Any]
 
-    def __init__(self, ctx: Any, env: Any) -> None:
-        super().__init__(ctx, env)
+    @cached_property
+    def run(self) -> RunCoordinator:
+        """The run's coordinator, built on first use, once the run id (the object's name) is known."""
         app = type(self).app
         database = self.worker_env.get("TSUMUGI_DB")
-        self.run = RunCoordinator(
+        return RunCoordinator(
             self.object_name,
             self.sql,
             clock=SystemClock(),
@@ -82,10 +84,11 @@ class SchedulerObject(HostedCoordinator):
 
     app: ClassVar[Any]
 
-    def __init__(self, ctx: Any, env: Any) -> None:
-        super().__init__(ctx, env)
+    @cached_property
+    def scheduler(self) -> Scheduler:
+        """The schedules' coordinator, built on first use."""
         app = type(self).app
-        self.scheduler = Scheduler(
+        return Scheduler(
             self.sql,
             clock=SystemClock(),
             alarm=self.alarm_port,

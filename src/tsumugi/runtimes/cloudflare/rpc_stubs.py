@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Final
 
 from tsumugi.runtimes.cloudflare.js_conversion import to_js_value, to_py_value
+
+# The text of the refusal of a Durable Object that does not know its name yet (durable_objects.py).
+UNNAMED_MARKER: Final = "UnnamedObjectError"
 
 
 class DurableObjectStub:
@@ -35,8 +38,17 @@ class DurableObjectStub:
 
         positional = self._positional
 
+        stub = self._stub
+        name = self.name
+
         async def call(*args: Any, **kwargs: Any) -> Any:
             js_args = [to_js_value(arg) for arg in positional(method, args, kwargs)]
+            try:
+                return to_py_value(await remote(*js_args))
+            except Exception as error:
+                if UNNAMED_MARKER not in str(error):
+                    raise
+            await stub.identify(name)  # the object was reached without its name: tell it, then retry
             return to_py_value(await remote(*js_args))
 
         return call

@@ -14,12 +14,14 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Mount
 
+from tsumugi.core import jsonwire
 from tsumugi.performer import Performer
 from tsumugi.runtimes.cloudflare.js_conversion import unwrap_sdk
 from tsumugi.runtimes.cloudflare.queue_producer import delivered_messages
 from tsumugi.runtimes.cloudflare.service_binding import serve_perform
 from tsumugi.runtimes.cloudflare.worker_env import WorkerEnv, worker_env_for
 
+JSON_MEDIA_TYPE: Final = "application/json; charset=UTF-8"
 # ADR-0084: the Tsumugi object's REST/dashboard ASGI app is found by these method names (the same names
 # the local runtime looks for, ADR-0054), each a function of env.
 ASGI_FACTORY_METHODS: Final = ("asgi", "http_app", "asgi_app")
@@ -42,6 +44,13 @@ def build_http_app(app: Any, env: Any, routes: Callable[[Any], list[BaseRoute]] 
 
 # ADR-0084: resolved at run time, like the Durable Object base class.
 _WorkerEntrypoint: Any = importlib.import_module("workers").WorkerEntrypoint
+WorkerEntrypoint: Any = _WorkerEntrypoint  # for a Worker's own entrypoints (the companion's default)
+
+
+def json_answer(body: Any, status: int = 200) -> Any:
+    """A ``workers.Response`` holding ``body`` as the REST API prints JSON."""
+    workers = importlib.import_module("workers")
+    return workers.Response(jsonwire.dumps(body), status=status, headers={"content-type": JSON_MEDIA_TYPE})
 
 
 class WorkerHandlers(_WorkerEntrypoint):  # type: ignore[misc]

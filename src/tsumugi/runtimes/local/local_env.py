@@ -35,6 +35,35 @@ class LocalEnv:
         return f"LocalEnv({', '.join(self.names())})"
 
 
+class InProcessPerformer:
+    """A ``remote(PerformerClass)`` served in this process: the local stand-in for its service binding.
+
+    On Cloudflare the class runs in another Worker (J-62); ``tsumugi dev`` has no other Worker, so a marker
+    that names its class is performed here, with this runtime's ``env``, unless a var of that name is set.
+    """
+
+    __slots__ = ("_env", "_performer")
+
+    def __init__(self, performer: type[Any], env: LocalEnv) -> None:
+        self._performer = performer
+        self._env = env
+
+    async def perform(self, payload: Any, ctx: Any) -> Any:
+        return await self._performer(None, self._env).perform(payload, ctx)
+
+
+def serve_remote_markers(env: LocalEnv, performers: Mapping[str, Any]) -> list[str]:
+    """Bind an ``InProcessPerformer`` for each remote marker that names its class; returns their names."""
+    served: list[str] = []
+    for binding, entry in performers.items():
+        performer = getattr(entry, "performer", None)
+        if isinstance(entry, type) or not isinstance(performer, type) or binding in env:
+            continue
+        env.__dict__[binding] = InProcessPerformer(performer, env)
+        served.append(binding)
+    return served
+
+
 class LocalExecutionContext:
     """A Worker's ``ctx``: ``exports`` (the app module's top-level exports, J-61) and ``wait_until``."""
 

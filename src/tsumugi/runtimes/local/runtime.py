@@ -24,7 +24,7 @@ from tsumugi.ports import AlarmPort, SqlExecutor
 from tsumugi.runtimes.local.cron_trigger import CronTrigger
 from tsumugi.runtimes.local.dispatch_queue import DurableQueue
 from tsumugi.runtimes.local.durable_alarms import DurableAlarms
-from tsumugi.runtimes.local.local_env import LocalEnv, LocalExecutionContext
+from tsumugi.runtimes.local.local_env import LocalEnv, LocalExecutionContext, serve_remote_markers
 from tsumugi.runtimes.local.queue_consumer import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_MAX_CONCURRENCY,
@@ -128,6 +128,9 @@ class LocalRuntime:
             self._coordinators[kind] = coordinators
             bindings[binding] = LocalNamespace(coordinators)
         self.env = LocalEnv(bindings)
+        definition = getattr(self.app, "definition", None)
+        for binding in serve_remote_markers(self.env, getattr(definition, "performers", {})):
+            log.info("%s: a remote performer, performed in this process", binding)
         self.queue.void_leases()  # ADR-0053: no consumer of an earlier process is alive
         self._rearm_coordinators()
         self.alarms.start(self._fire_alarm)
