@@ -85,6 +85,13 @@ class Report(Performer):
         log.info("Report: %s of %s failed", payload.get("failed"), payload.get("total"))
 
 
+class Tally(Performer):
+    """Returns ``{"sum": n}`` for ``{"values": [numbers]}``. Its jobs are split over two shards by key."""
+
+    async def perform(self, payload: Any, ctx: JobContext) -> dict[str, float]:
+        return {"sum": sum(float(value) for value in payload.get("values", []))}
+
+
 class Shout(Performer):
     """Returns ``{"shouted": TEXT}`` for ``{"text": str}``; beats once, so progress crosses back too.
 
@@ -104,10 +111,11 @@ PERFORMERS = {
     "ListNames": ListNames,
     "Greet": Greet,
     "Report": Report,
+    "Tally": Tally,
     "Shout": remote(Shout),
 }
-# Greet jobs spread over two shards (J-17, J-19): a fan-out's nodes, or a partition_key, pick the shard.
-BINDINGS = {"Greet": {"shards": 2}}
+# Tally jobs spread over two shards (J-17..J-19): every enqueue names a partition_key, which picks one.
+BINDINGS = {"Tally": {"shards": 2}}
 TIMED_DEADLINE_MS = 600_000  # TIMED fails if it is not done within ten minutes (F-73)
 
 flow = create_flow(PERFORMERS)
