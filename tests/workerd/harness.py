@@ -108,6 +108,7 @@ class Workers:
         self.url = f"http://127.0.0.1:{self.port}"
         self.companion_url = f"http://127.0.0.1:{self.companion_port}"
         self.log_path = log_path
+        self.state_dir = state_dir
         self.started_at = time.monotonic()
         env = {**os.environ, "TSUMUGI_TOKEN": TOKEN, "NO_COLOR": "1", "FORCE_COLOR": "0"}
         self._log = log_path.open("w")
@@ -164,6 +165,33 @@ class Workers:
         self._log.close()
 
     # ------------------------------------------------------------------ calls a test makes
+
+    def d1(self, sql: str) -> list[dict[str, Any]]:
+        """Run SQL on the Worker's local D1 with ``wrangler d1 execute`` (test setup only)."""
+        done = subprocess.run(
+            [
+                "node",
+                str(REPO_ROOT / "node_modules" / "wrangler" / "bin" / "wrangler.js"),
+                "d1",
+                "execute",
+                "TSUMUGI_DB",
+                "--local",
+                "--persist-to",
+                str(self.state_dir),
+                "--json",
+                "--command",
+                sql,
+            ],
+            cwd=REPO_ROOT,
+            env={**os.environ, "WRANGLER_SEND_METRICS": "false", "CLOUDFLARE_CF_FETCH_ENABLED": "false"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        results: list[dict[str, Any]] = json.loads(done.stdout)[0]["results"]
+        return results
 
     def api(self, method: str, path: str, body: Any = None, **options: Any) -> Answer:
         return request(self.url + path, method, body, **options)

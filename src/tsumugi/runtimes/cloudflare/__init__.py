@@ -15,6 +15,9 @@ from typing import Any
 
 from tsumugi.runtimes.cloudflare.service_binding import RemotePerformer, serve_perform
 from tsumugi.runtimes.cloudflare.worker_env import WorkerEnv
+from tsumugi.runtimes.cloudflare.worker_logging import configure_worker_logging
+
+configure_worker_logging()
 
 __all__ = [
     "PerformerEntrypoint",

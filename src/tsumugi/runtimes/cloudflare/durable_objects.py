@@ -56,6 +56,7 @@ class HostedCoordinator(_DurableObject):  # type: ignore[misc]
         self.alarm_port = DurableObjectAlarm(state.storage)
         self.worker_env = worker_env_for(env)
         self._name: str | None = str(to_py_value(getattr(state.id, "name", None)) or "") or None
+        self._started_at = SystemClock().now()
 
     @property
     def object_name(self) -> str:
@@ -77,6 +78,22 @@ class HostedCoordinator(_DurableObject):  # type: ignore[misc]
             return
         self.sql.execute(f"INSERT INTO {NAME_TABLE} (name) VALUES (?)", (name,))
         self._name = name
+
+    async def meter(self) -> Any:
+        """This instance's billed storage work since it started (COST.md), for benches and tests.
+
+        ``rowsRead``/``rowsWritten`` sum every SQL cursor's counters, ``alarmSets`` counts ``setAlarm``
+        calls (each billed as one row written). They restart with the instance (eviction, a restart of
+        workerd); ``startedAt`` (epoch ms) tells instances apart. Reading the meter runs no SQL.
+        """
+        return to_js_value(
+            {
+                "rowsRead": self.sql.rows_read,
+                "rowsWritten": self.sql.rows_written,
+                "alarmSets": self.alarm_port.set_calls,
+                "startedAt": self._started_at,
+            }
+        )
 
 
 def _data_point_writer(dataset: Any) -> Any:
