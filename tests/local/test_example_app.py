@@ -37,7 +37,16 @@ def test_the_example_loads_on_cpython_without_workers_modules(example: LoadedApp
     )
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "[]"
-    assert set(example.exports) == {"Hello", "Boom", "Slow", "ListNames", "Greet", "Report"}  # J-60
+    assert set(example.exports) == {
+        "Hello",
+        "Boom",
+        "Slow",
+        "ListNames",
+        "Greet",
+        "Report",
+        "Tally",
+        "Shout",
+    }  # J-60
     assert set(example.tsumugi.binding_names) == set(example.exports)
 
 

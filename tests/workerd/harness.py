@@ -145,8 +145,9 @@ class Workers:
             if not pending:
                 break
             if self.process.poll() is not None or time.monotonic() > deadline:
+                tail = self.log()[-4000:]
                 self.close()
-                raise RuntimeError(f"scripts/workerd-dev did not serve both Workers:\n{self.log()[-4000:]}")
+                raise RuntimeError(f"scripts/workerd-dev did not serve both Workers:\n{tail}")
             time.sleep(0.5)  # real time: another process works; bounded by the deadline
         return time.monotonic() - self.started_at
 

@@ -12,6 +12,8 @@ from functools import cache
 from importlib import metadata, resources
 from typing import Any
 
+from tsumugi._version import __version__
+
 __all__ = ["openapi_document", "package_version"]
 
 
@@ -23,10 +25,12 @@ def _static_document() -> dict[str, Any]:
 
 
 def package_version() -> str:
+    """The installed distribution's version; a Worker ships the package without metadata, so then the
+    version the package itself carries."""
     try:
         return metadata.version("tsumugi")
     except metadata.PackageNotFoundError:
-        return "0.0.0"
+        return __version__
 
 
 def openapi_document(version: str | None = None) -> dict[str, Any]:

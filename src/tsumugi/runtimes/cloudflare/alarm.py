@@ -20,7 +20,8 @@ class DurableObjectAlarm:
 
     async def set_alarm(self, at_ms: int) -> None:
         self.set_calls += 1
-        await self._storage.setAlarm(to_js_value(at_ms))
+        # workerd refuses a time <= 0 (TypeError); any past time fires at once, so 1 ms means "now".
+        await self._storage.setAlarm(to_js_value(max(1, at_ms)))
 
     async def delete_alarm(self) -> None:
         await self._storage.deleteAlarm()

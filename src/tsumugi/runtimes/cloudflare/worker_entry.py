@@ -16,7 +16,7 @@ from starlette.routing import BaseRoute, Mount
 
 from tsumugi.core import jsonwire
 from tsumugi.performer import Performer
-from tsumugi.runtimes.cloudflare.js_conversion import unwrap_sdk
+from tsumugi.runtimes.cloudflare.js_conversion import IN_PYODIDE, unwrap_sdk
 from tsumugi.runtimes.cloudflare.queue_producer import delivered_messages
 from tsumugi.runtimes.cloudflare.service_binding import serve_perform
 from tsumugi.runtimes.cloudflare.worker_env import WorkerEnv, worker_env_for
@@ -47,6 +47,15 @@ _WorkerEntrypoint: Any = importlib.import_module("workers").WorkerEntrypoint
 WorkerEntrypoint: Any = _WorkerEntrypoint  # for a Worker's own entrypoints (the companion's default)
 
 
+def _use_webcrypto_for_access() -> None:
+    """Cloudflare Access tokens are checked with WebCrypto and the runtime's fetch (ADR-0128)."""
+    if IN_PYODIDE:
+        from tsumugi.api.auth_access import AccessPlatform, use_access_platform
+        from tsumugi.runtimes.cloudflare import access_webcrypto
+
+        use_access_platform(AccessPlatform(access_webcrypto.fetch_jwks, access_webcrypto.verify_rs256))
+
+
 def json_answer(body: Any, status: int = 200) -> Any:
     """A ``workers.Response`` holding ``body`` as the REST API prints JSON."""
     workers = importlib.import_module("workers")
@@ -70,6 +79,7 @@ class WorkerHandlers(_WorkerEntrypoint):  # type: ignore[misc]
 
     async def fetch(self, request: Any, *_runtime_args: Any) -> Any:
         asgi = importlib.import_module("workers.asgi")  # first request only: just fetch needs it
+        _use_webcrypto_for_access()
 
         env = self._worker_env()
         self.app.prime_schedules(env, self.ctx)  # S-14, kept alive by ctx.waitUntil
