@@ -100,3 +100,22 @@ async def test_the_example_runs_on_the_local_runtime(example: LoadedApp, tmp_pat
             ]
 
         await _until(settled, "the example's jobs to settle")
+
+
+async def test_a_remote_performer_naming_its_class_runs_in_process_locally(
+    example: LoadedApp, tmp_path: Path
+) -> None:
+    # ADR-0129: Shout is remote(Shout) (J-62); with no companion Worker, tsumugi dev performs it here,
+    # and its binding counts as present, so the environment check passes (J-205).
+    tsumugi = example.tsumugi
+    async with LocalRuntime(tsumugi, tmp_path / "state", exports={}, cron=False) as runtime:
+        env = runtime.env
+        assert tsumugi.missing_bindings(env) == []
+        job_id = await tsumugi.enqueue(env, binding="Shout", payload={"text": "hi"})
+
+        async def projected() -> Any:
+            rows = await runtime.read_model.all("SELECT state, result FROM job WHERE id = ?", [job_id])
+            return rows and rows[0]["state"] == "COMPLETED" and rows[0]
+
+        row = await polling.until(projected, "the Shout job to complete", SETTLE_DEADLINE_S, interval_s=0.02)
+        assert row["result"] == '{"shouted":"HI","cancelRequested":false}'  # it heartbeat, too

@@ -254,3 +254,27 @@ async def test_job_shard_object_writes_one_metrics_point_per_terminal_job(sdk: t
     assert point["indexes"] == ["Hello"]
     assert point["blobs"] == ["COMPLETED", "Hello", "at-least-once"]
     assert point["doubles"][0] == 1  # attempts
+
+
+async def test_a_shard_reached_without_its_name_learns_it_from_the_callers_stub(
+    sdk: types.SimpleNamespace,
+) -> None:
+    # ADR-0130: a proxy forwarding by hex id drops ctx.id.name; the stub identifies the object and retries.
+    from tsumugi.runtimes.cloudflare.rpc_stubs import DurableObjectNamespaceClient
+
+    storage = FakeDurableObjectStorage()
+    env = types.SimpleNamespace(TSUMUGI_QUEUE=FakeQueue(), TSUMUGI_DB=migrated_d1(), JOB_SHARD=FakeNamespace({}))
+    unnamed = types.SimpleNamespace(storage=storage, id=types.SimpleNamespace(name=None))
+    shard = sdk.entry.TsumugiJobShard(unnamed, env)
+    with pytest.raises(sdk.objects.UnnamedObjectError):
+        await shard.enqueue_many([{"binding": "Hello", "payload": {}}])
+
+    client = DurableObjectNamespaceClient(FakeNamespace({"Hello#0": shard}))
+    (job_id,) = await client.get("Hello#0").enqueue_many([{"binding": "Hello", "payload": {"name": "x"}}])
+    assert job_id.startswith("Hello#0:") and shard.object_name == "Hello#0"
+
+    # A new instance of the same object (after eviction) reads the stored name, again without ctx.id.name.
+    again = sdk.entry.TsumugiJobShard(types.SimpleNamespace(storage=storage, id=unnamed.id), env)
+    assert again.object_name == "Hello#0" and await again.state_of(job_id) == "SCHEDULED"
+    await again.identify("Other#3")  # an object that knows its name keeps it
+    assert again.object_name == "Hello#0"

@@ -7,22 +7,17 @@ internet. Where neither exists the suite skips, saying so; ``TSUMUGI_REQUIRE_WOR
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
-from tests.workerd.harness import Workers, why_workerd_cannot_run
+from tests.workerd.harness import Workers, skip_unless_workerd
 
 pytestmark = pytest.mark.workerd
 
 
 @pytest.fixture(scope="session")
 def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workers]:
-    reason = why_workerd_cannot_run()
-    if reason is not None:
-        if os.environ.get("TSUMUGI_REQUIRE_WORKERD") == "1":
-            pytest.fail(f"the workerd suite must run here (TSUMUGI_REQUIRE_WORKERD=1), but {reason}")
-        pytest.skip(f"Python Workers cannot run in workerd here: {reason}")
+    skip_unless_workerd()
     state = tmp_path_factory.mktemp("workerd-state")
     started = Workers(state, state / "workerd-dev.log")
     try:

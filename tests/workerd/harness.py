@@ -53,6 +53,18 @@ def why_workerd_cannot_run() -> str | None:
         return f"no offline Pyodide bundle tool at {OFFLINE_TOOL} and {BUNDLE_HOST} is unreachable"
 
 
+def skip_unless_workerd() -> None:
+    """Skip, saying why, where Python Workers cannot run; fail instead under TSUMUGI_REQUIRE_WORKERD=1."""
+    import pytest
+
+    reason = why_workerd_cannot_run()
+    if reason is None:
+        return
+    if os.environ.get("TSUMUGI_REQUIRE_WORKERD") == "1":
+        pytest.fail(f"the workerd suite must run here (TSUMUGI_REQUIRE_WORKERD=1), but {reason}")
+    pytest.skip(f"Python Workers cannot run in workerd here: {reason}")
+
+
 @dataclass
 class Answer:
     status: int
@@ -102,7 +114,7 @@ def quoted(identifier: str) -> str:
 class Workers:
     """The example Worker and its companion, as ``scripts/workerd-dev`` serves them."""
 
-    def __init__(self, state_dir: Path, log_path: Path) -> None:
+    def __init__(self, state_dir: Path, log_path: Path, token: str = TOKEN) -> None:
         self.port = free_port()
         self.companion_port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -110,7 +122,7 @@ class Workers:
         self.log_path = log_path
         self.state_dir = state_dir
         self.started_at = time.monotonic()
-        env = {**os.environ, "TSUMUGI_TOKEN": TOKEN, "NO_COLOR": "1", "FORCE_COLOR": "0"}
+        env = {**os.environ, "TSUMUGI_TOKEN": token, "NO_COLOR": "1", "FORCE_COLOR": "0"}
         self._log = log_path.open("w")
         command = [
             str(SCRIPT),
