@@ -263,7 +263,9 @@ async def test_a_shard_reached_without_its_name_learns_it_from_the_callers_stub(
     from tsumugi.runtimes.cloudflare.rpc_stubs import DurableObjectNamespaceClient
 
     storage = FakeDurableObjectStorage()
-    env = types.SimpleNamespace(TSUMUGI_QUEUE=FakeQueue(), TSUMUGI_DB=migrated_d1(), JOB_SHARD=FakeNamespace({}))
+    env = types.SimpleNamespace(
+        TSUMUGI_QUEUE=FakeQueue(), TSUMUGI_DB=migrated_d1(), JOB_SHARD=FakeNamespace({})
+    )
     unnamed = types.SimpleNamespace(storage=storage, id=types.SimpleNamespace(name=None))
     shard = sdk.entry.TsumugiJobShard(unnamed, env)
     with pytest.raises(sdk.objects.UnnamedObjectError):
