@@ -53,11 +53,12 @@ def _namespace(env: Any) -> ShardNamespace:
 class ShardHandle:
     """A shard stub whose ``configure`` also takes config objects and snake_case fields (J-175)."""
 
-    __slots__ = ("_extra", "stub")
+    __slots__ = ("_extra", "_static", "stub")
 
-    def __init__(self, stub: ShardRpc, extra_settings: JsonDict) -> None:
+    def __init__(self, stub: ShardRpc, extra_settings: JsonDict, static: JsonDict | None = None) -> None:
         self.stub = stub
         self._extra = extra_settings
+        self._static = static  # the binding's settings as enqueues carry them (J-50)
 
     async def configure(
         self,
@@ -118,10 +119,12 @@ class ShardHandle:
     async def mutate_many(self, action: str, job_ids: Sequence[str]) -> JsonDict:
         return await self.stub.mutate_many(action, job_ids)
 
-    async def update_policy(self, patch: Mapping[str, Any]) -> JsonDict:
+    async def update_policy(self, patch: Mapping[str, Any], settings: JsonDict | None = None) -> JsonDict:
         """Change only the given policy fields and pin (J-176); a bad value raises and changes nothing.
 
-        ``patch`` takes snake_case or camelCase fields; None reverts a field to its default.
+        ``patch`` takes snake_case or camelCase fields; None reverts a field to its default. A shard
+        not yet pinned merges onto ``settings``, by default this client's config of the binding
+        (ADR-0131: before its first enqueue a shard knows only the defaults).
         """
         given = from_mapping("update_policy", patch, Policy.__dataclass_fields__)
         checked = Policy(**{name: value for name, value in given.items() if value is not None})
@@ -132,7 +135,7 @@ class ShardHandle:
             camel_case(name): None if value is None else full.get(camel_case(name))
             for name, value in given.items()
         }
-        return await self.stub.update_policy(wire)
+        return await self.stub.update_policy(wire, settings if settings is not None else self._static)
 
     async def reset_policy(self, settings: JsonDict | None = None) -> JsonDict:
         return await self.stub.reset_policy(settings)
@@ -287,7 +290,8 @@ class JobClient:
             raise ConfigurationError(f"unknown binding: {binding}")  # ADR-0058, like the typed enqueue
         route = self._routes.get(binding, self._default_route)
         index = resolve_shard(validate_binding(binding), route.config.shards, partition_key)
-        return ShardHandle(_namespace(env).get(shard_name(binding, index)), self._extra)
+        stub = _namespace(env).get(shard_name(binding, index))
+        return ShardHandle(stub, self._extra, route.settings)
 
 
 def create_client(

@@ -59,8 +59,10 @@ class RecordingShard:
         self.calls.append(("diagnostics", (self.name,)))
         return {"active": 2, "outbox": 1, "blocked": {"capacity": False, "tokens": True, "perKey": False}}
 
-    async def update_policy(self, patch: dict[str, Any]) -> dict[str, Any]:
-        self.calls.append(("update_policy", (self.name, patch)))
+    async def update_policy(
+        self, patch: dict[str, Any], settings: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        self.calls.append(("update_policy", (self.name, patch, settings)))
         return {"policy": {"concurrency": 100, **patch}}
 
     async def reset_policy(self, settings: dict[str, Any] | None = None) -> dict[str, Any]:

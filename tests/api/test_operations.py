@@ -47,6 +47,8 @@ async def test_policy_patch_goes_to_every_shard(harness: Harness) -> None:
         assert reset.json() == {"ok": True, "settings": {"policy": {"concurrency": 100}}, "shards": 3}
     calls = harness.shards.calls
     assert [c[1][0] for c in calls if c[0] == "update_policy"] == ["MAIL#0", "MAIL#1", "MAIL#2"]
+    # ADR-0131: the static settings go along, for a shard that no enqueue reached yet (issue 13 item 5)
+    assert {str(c[1][2]) for c in calls if c[0] == "update_policy"} == {"{'policy': {'concurrency': 7}}"}
     assert next(c[1] for c in calls if c[0] == "reset_policy") == ("MAIL#0", {"policy": {"concurrency": 7}})
 
 

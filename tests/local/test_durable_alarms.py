@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from tsumugi.runtimes.local.durable_alarms import DurableAlarms
 from tsumugi.runtimes.local.local_alarm import LocalAlarm
 from tsumugi.runtimes.local.serial_coordinators import ALARM_RETRY_FIRST_MS, SerialCoordinators
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
+from tsumugi.testing.faults import DISK_FULL, IO_ERROR, StorageFaults
 
 
 def _coordinators(alarms: DurableAlarms, tmp_path: Path, clock: FixedClock, cls: Any) -> SerialCoordinators:
@@ -102,3 +104,65 @@ async def test_delete_alarm_disarms(tmp_path: Path, clock: FixedClock, closing: 
     assert await alarm.get_alarm() is None
     alarms.close()
     assert closing(DurableAlarms(tmp_path / "alarms.sqlite3", clock)).pending() == {}
+
+
+# ------------------------------------------------------------------ a disk that refuses writes (ADR-0131)
+def _faulty_alarms(tmp_path: Path, clock: FixedClock, closing: Any) -> tuple[DurableAlarms, StorageFaults]:
+    faults = StorageFaults()
+    path = tmp_path / "alarms.sqlite3"
+    return closing(DurableAlarms(path, clock, sql=faults.executor(SqliteExecutor(path)))), faults
+
+
+async def test_a_refused_write_keeps_the_alarm_armed_and_is_written_later(
+    tmp_path: Path, clock: FixedClock, closing: Any
+) -> None:
+    alarms, faults = _faulty_alarms(tmp_path, clock, closing)
+    faults.fail(DISK_FULL, times=None)
+    alarms.set("shards/MAIL#0", clock.now() + 60_000)  # never raises: this process's alarm is armed
+    alarms.set("shards/MAIL#1", clock.now() + 1_000)
+    alarms.delete("shards/MAIL#1")
+    assert alarms.get("shards/MAIL#0") == clock.now() + 60_000
+    assert alarms.unsynced() == {"shards/MAIL#0"}  # MAIL#1 was never on disk: nothing to delete
+    assert closing(DurableAlarms(tmp_path / "alarms.sqlite3", clock)).pending() == {}  # not on disk yet
+    faults.clear()
+    alarms.set("shards/MAIL#2", clock.now() + 5_000)  # the next write that goes through catches up
+    assert alarms.unsynced() == set()
+    on_disk = closing(DurableAlarms(tmp_path / "alarms.sqlite3", clock)).pending()
+    assert on_disk == {"shards/MAIL#0": clock.now() + 60_000, "shards/MAIL#2": clock.now() + 5_000}
+
+
+async def test_a_refused_delete_clears_the_alarm_here_and_on_disk_later(
+    tmp_path: Path, clock: FixedClock, closing: Any
+) -> None:
+    alarms, faults = _faulty_alarms(tmp_path, clock, closing)
+    alarms.set("shards/MAIL#0", clock.now() + 1_000)
+    faults.fail(IO_ERROR, matching="^DELETE")
+    alarms.delete("shards/MAIL#0")
+    assert alarms.get("shards/MAIL#0") is None and alarms.unsynced() == {"shards/MAIL#0"}
+    assert alarms.sync() is True  # the rule failed one write; the retry goes through
+    assert closing(DurableAlarms(tmp_path / "alarms.sqlite3", clock)).pending() == {}
+
+
+async def test_a_handler_that_raises_is_retried_with_a_backoff_for_as_long_as_it_raises(
+    tmp_path: Path, clock: FixedClock, closing: Any
+) -> None:
+    # A Durable Object retries a failed alarm; locally the retries back off (2 s, 4 s, ...) and never
+    # stop, even when what raised is not the tick (here: the handler itself, after clearing the alarm).
+    alarms = closing(DurableAlarms(tmp_path / "alarms.sqlite3", clock))
+    calls: list[int] = []
+
+    async def handler(name: str) -> None:
+        calls.append(clock.now())
+        alarms.delete(name)  # cleared when it fires, as SerialCoordinators.run_alarm does
+        if len(calls) <= 3:
+            raise sqlite3.OperationalError(DISK_FULL)
+
+    start = clock.now()
+    alarms.set("shards/MAIL#0", start + 1_000)
+    alarms.start(handler)
+    for _ in range(20):
+        clock.advance(1_000)
+        await alarms.fire_due()  # the handler never yields, so the loop timers cannot fire meanwhile
+    assert [at - start for at in calls] == [1_000, 3_000, 7_000, 15_000]
+    assert alarms.get("shards/MAIL#0") is None
+    await alarms.stop()

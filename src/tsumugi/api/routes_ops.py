@@ -108,11 +108,13 @@ async def update_policy(ctx: RequestContext) -> Response:
         patch = validate_policy_patch(await read_json_body(ctx.request))
     except BodyError as exc:
         return error_response(exc.message, 400)
-    shards = ctx.options.binding(binding).shards
+    options = ctx.options.binding(binding)
+    # ADR-0131: a shard that no enqueue reached yet knows only the defaults; it merges onto these
+    static = options.static_settings
     results = await asyncio.gather(
-        *(ctx.shards.get(f"{binding}#{n}").update_policy(patch) for n in range(shards))
+        *(ctx.shards.get(f"{binding}#{n}").update_policy(patch, static) for n in range(options.shards))
     )
-    body: PolicyResult = {"ok": True, "settings": results[0] if results else {}, "shards": shards}
+    body: PolicyResult = {"ok": True, "settings": results[0] if results else {}, "shards": options.shards}
     return json_response(body)
 
 

@@ -79,14 +79,14 @@ class JobShard:
                 ctx.carry_settings(dict(settings))
             return enqueue_batch(ctx, list(inputs), now)
 
-        job_ids = ctx.sql.transaction(run)
+        job_ids = ctx.transaction(run)
         await ctx.arm(now)  # J-31
         return job_ids
 
     # ------------------------------------------------------------------ consumer calls
     async def report(self, job_id: str, outcome: Mapping[str, Any]) -> None:
         now = self.ctx.clock.now()
-        arm_at = self.ctx.sql.transaction(lambda: apply_report(self.ctx, job_id, outcome, now))
+        arm_at = self.ctx.transaction(lambda: apply_report(self.ctx, job_id, outcome, now))
         if arm_at is not None:
             await self.ctx.arm(arm_at)
 
@@ -108,7 +108,7 @@ class JobShard:
             present = [at for at in arms if at is not None]
             return min(present) if present else None
 
-        arm_at = ctx.sql.transaction(run)
+        arm_at = ctx.transaction(run)
         if arm_at is not None:
             await ctx.arm(arm_at)
 
@@ -116,18 +116,18 @@ class JobShard:
         self, job_id: str, progress: Any = None, attempt: int | None = None
     ) -> dict[str, Any]:
         now = self.ctx.clock.now()
-        answer = self.ctx.sql.transaction(lambda: apply_heartbeat(self.ctx, job_id, progress, attempt, now))
+        answer = self.ctx.transaction(lambda: apply_heartbeat(self.ctx, job_id, progress, attempt, now))
         if answer["ok"]:
             await self.ctx.arm(now)  # J-66: project the progress
         return answer
 
     async def claim(self, job_id: str) -> bool:
         now = self.ctx.clock.now()
-        return self.ctx.sql.transaction(lambda: apply_claim(self.ctx, job_id, now))
+        return self.ctx.transaction(lambda: apply_claim(self.ctx, job_id, now))
 
     async def expire(self, job_id: str) -> bool:
         now = self.ctx.clock.now()
-        expired = self.ctx.sql.transaction(lambda: apply_expire(self.ctx, job_id, now))
+        expired = self.ctx.transaction(lambda: apply_expire(self.ctx, job_id, now))
         if expired:
             await self.ctx.arm(now)
         return expired
@@ -166,7 +166,7 @@ class JobShard:
         return {"ok": ok, "failed": failed}
 
     async def _mutate(self, fn: Callable[[], tuple[dict[str, Any], int | None]]) -> dict[str, Any]:
-        result, arm_at = self.ctx.sql.transaction(fn)
+        result, arm_at = self.ctx.transaction(fn)
         if arm_at is not None:
             await self.ctx.arm(arm_at)
         return result
@@ -183,23 +183,34 @@ class JobShard:
                 given = replace(given, on_failure=current.on_failure, on_settled=current.on_settled)
             ctx.pin(given)
 
-        ctx.sql.transaction(run)
+        ctx.transaction(run)
         await ctx.arm(ctx.clock.now())
         return ctx.settings.to_wire()
 
-    async def update_policy(self, patch: Mapping[str, Any]) -> dict[str, Any]:
-        """Merge the given policy fields and pin (J-176)."""
+    async def update_policy(
+        self, patch: Mapping[str, Any], settings: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Merge the given policy fields and pin (J-176).
+
+        ``settings`` are the binding's static settings, which the caller's config knows (the REST
+        layer passes them, as for a reset). A shard not yet pinned merges onto them: before its first
+        enqueue it holds only the built-in defaults, since static settings travel with enqueues (J-50;
+        ADR-0131). A pinned shard merges onto what it pinned.
+        """
         ctx = self.ctx
-        current = ctx.settings
-        merged = replace(current, policy=merge_policy(current.policy, patch))
-        ctx.sql.transaction(lambda: ctx.pin(merged))
+
+        def run() -> None:
+            base = ctx.settings if ctx.pinned or settings is None else ctx.static_settings(dict(settings))
+            ctx.pin(replace(base, policy=merge_policy(base.policy, patch)))
+
+        ctx.transaction(run)
         await ctx.arm(ctx.clock.now())
         return ctx.settings.to_wire()
 
     async def reset_policy(self, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Unpin and return to the static settings last carried by an enqueue (J-176)."""
         ctx = self.ctx
-        ctx.sql.transaction(lambda: ctx.unpin(dict(settings) if settings is not None else None))
+        ctx.transaction(lambda: ctx.unpin(dict(settings) if settings is not None else None))
         await ctx.arm(ctx.clock.now())
         return ctx.settings.to_wire()
 
@@ -232,7 +243,7 @@ class JobShard:
 
     async def _tick(self, now: int) -> int | None:
         ctx = self.ctx
-        plan = ctx.sql.transaction(lambda: plan_tick(ctx, now))
+        plan = ctx.transaction(lambda: plan_tick(ctx, now))
         await shard_drains.send(ctx, plan.messages)
         wake: list[int | None] = [plan.next_alarm_at]
         rerun = plan.rerun

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from tsumugi.clock import Clock
 from tsumugi.core import ids
@@ -20,6 +20,7 @@ from tsumugi.storage.shard_schema import ensure_shard_schema
 from tsumugi.storage.unique_keys import UniqueKeys
 
 log = logging.getLogger("tsumugi")
+T = TypeVar("T")
 
 
 class MetricsWriter(Protocol):
@@ -69,6 +70,19 @@ class ShardContext:
         self.events = EventOutbox(sql)
         self._settings: ShardSettings | None = None
 
+    def transaction(self, fn: Callable[[], T]) -> T:
+        """``sql.transaction(fn)``; a rollback also forgets the cached settings (ADR-0131).
+
+        ``put_settings`` updates the cache as it writes, so a transaction that fails after it (a full
+        disk at a later statement or at the commit) would leave the cache ahead of the disk, and the
+        write skipped the next time the same settings come (J-51).
+        """
+        try:
+            return self.sql.transaction(fn)
+        except BaseException:
+            self._settings = None
+            raise
+
     # ------------------------------------------------------------------ settings (J-50, J-51, J-175)
     @property
     def settings(self) -> ShardSettings:
@@ -103,12 +117,20 @@ class ShardContext:
     def unpin(self, settings_wire: dict[str, Any] | None) -> None:
         """Drop the pin and return to ``settings_wire`` or the static settings last carried (J-176)."""
         self.store.delete(PINNED)
+        self.put_settings(self.static_settings(settings_wire))
+
+    def static_settings(self, settings_wire: dict[str, Any] | None) -> ShardSettings:
+        """The binding's static settings: ``settings_wire`` (from the caller's config) or the last carried.
+
+        ADR-0044: notice targets are not part of what a pin holds, so when the given settings name none
+        the ones in force stay.
+        """
         wire = settings_wire if settings_wire is not None else self.store.get(STATIC_SETTINGS)
         settings = settings_from_wire(wire)
         if wire is None or ("onFailure" not in wire and "onSettled" not in wire):
-            current = self.settings  # ADR-0044: notice targets are not part of what a pin holds
+            current = self.settings
             settings = replace(settings, on_failure=current.on_failure, on_settled=current.on_settled)
-        self.put_settings(settings)
+        return settings
 
     # ------------------------------------------------------------------ alarm (J-160)
     async def arm(self, at_ms: int, *, stale_before: int | None = None) -> None:

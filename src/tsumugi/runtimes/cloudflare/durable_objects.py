@@ -170,8 +170,8 @@ class TsumugiJobShard(HostedCoordinator):
     async def configure(self, settings: Any) -> Any:
         return to_js_value(await self.shard.configure(to_py_value(settings)))
 
-    async def update_policy(self, patch: Any) -> Any:
-        return to_js_value(await self.shard.update_policy(to_py_value(patch)))
+    async def update_policy(self, patch: Any, settings: Any = None) -> Any:
+        return to_js_value(await self.shard.update_policy(to_py_value(patch), to_py_value(settings)))
 
     async def reset_policy(self, settings: Any = None) -> Any:
         return to_js_value(await self.shard.reset_policy(to_py_value(settings)))

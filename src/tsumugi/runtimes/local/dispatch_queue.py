@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from tsumugi.clock import Clock
-from tsumugi.ports import JsonDict
-from tsumugi.runtimes.local.sqlite_files import open_database
+from tsumugi.ports import JsonDict, SqlExecutor
+from tsumugi.runtimes.local.sqlite_files import open_store
 
 SEND_BATCH_LIMIT = 100  # a Cloudflare Queue accepts at most 100 messages per sendBatch (J-161)
 LEASE_MS = (
@@ -41,10 +40,10 @@ class LeasedMessage(NamedTuple):
 
 
 class DurableQueue:
-    """Producer and store of the local dispatch queue."""
+    """Producer and store of the local dispatch queue; ``sql`` is the store of ``path``."""
 
-    def __init__(self, path: Path, clock: Clock) -> None:
-        self._db = open_database(path)
+    def __init__(self, path: Path, clock: Clock, *, sql: SqlExecutor | None = None) -> None:
+        self._db = open_store(path, sql)
         for statement in _SCHEMA:
             self._db.execute(statement)
         self._clock = clock
@@ -58,15 +57,18 @@ class DurableQueue:
             return
         now_ms = self._clock.now()
         rows = [(json.dumps(body, separators=(",", ":"), ensure_ascii=False), now_ms) for body in messages]
-        with self._transaction():
-            self._db.executemany("INSERT INTO message (body, visible_at) VALUES (?, ?)", rows)
+        self._db.transaction(
+            lambda: self._db.execute_many("INSERT INTO message (body, visible_at) VALUES (?, ?)", rows)
+        )
         self.arrived.set()
 
     def void_leases(self) -> int:
         """Make every leased message visible again (at start: no consumer of a past process is alive)."""
         now_ms = self._clock.now()
-        cursor = self._db.execute("UPDATE message SET visible_at = ? WHERE visible_at > ?", (now_ms, now_ms))
-        return cursor.rowcount
+        voided = self._db.execute(
+            "UPDATE message SET visible_at = ? WHERE visible_at > ? RETURNING id", (now_ms, now_ms)
+        )
+        return len(voided)
 
     def lease(self, limit: int) -> list[LeasedMessage]:
         """Lease up to ``limit`` visible messages, oldest first, for ``LEASE_MS``."""
@@ -76,40 +78,36 @@ class DurableQueue:
             "(SELECT id FROM message WHERE visible_at <= ? ORDER BY visible_at, id LIMIT ?) "
             "RETURNING id, body, attempts",
             (now_ms + LEASE_MS, now_ms, limit),
-        ).fetchall()
-        return sorted(LeasedMessage(*row) for row in rows)
+        )
+        return sorted(LeasedMessage(*row) for row in cast(list[tuple[int, str, int]], rows))
 
     def next_visible_at(self) -> int | None:
         """When the earliest message not yet visible becomes visible (None: no message at all)."""
-        row = self._db.execute("SELECT min(visible_at) FROM message").fetchone()
-        return None if row is None or row[0] is None else int(row[0])
+        [(earliest,)] = self._db.execute("SELECT min(visible_at) FROM message")
+        return None if earliest is None else int(earliest)
 
     def settle(self, acked: Iterable[int], retried: Iterable[tuple[int, int]]) -> None:
         """Delete ``acked`` ids and make ``retried`` ``(id, visible_at)`` pairs visible again, atomically."""
         acked_rows = [(message_id,) for message_id in acked]
         retried_rows = [(visible_at, message_id) for message_id, visible_at in retried]
-        with self._transaction():
+
+        def run() -> None:
             if acked_rows:
-                self._db.executemany("DELETE FROM message WHERE id = ?", acked_rows)
+                self._db.execute_many("DELETE FROM message WHERE id = ?", acked_rows)
             if retried_rows:
-                self._db.executemany("UPDATE message SET visible_at = ? WHERE id = ?", retried_rows)
+                self._db.execute_many("UPDATE message SET visible_at = ? WHERE id = ?", retried_rows)
+
+        if acked_rows or retried_rows:
+            self._db.transaction(run)
         if retried_rows:
             self.arrived.set()
 
     def depth(self) -> int:
         """Messages stored, leased or not."""
-        row = self._db.execute("SELECT count(*) FROM message").fetchone()
-        return int(row[0]) if row else 0
+        [(count,)] = self._db.execute("SELECT count(*) FROM message")
+        return int(count or 0)
 
     def close(self) -> None:
-        self._db.close()
-
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+        close = getattr(self._db, "close", None)
+        if callable(close):
+            close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -24,6 +25,7 @@ DEFAULT_BATCH_SIZE = 100
 DEFAULT_MAX_CONCURRENCY = 32  # batches in flight at once; a slow performer must not hold up the rest
 DEFAULT_MAX_RETRIES = 3  # wrangler's max_retries default; Tsumugi never asks for a retry itself (J-118)
 IDLE_WAIT_S = 1.0  # re-check the queue at least this often when nothing arrives (delayed retries)
+STORE_RETRY_FIRST_S = 0.1  # ADR-0131: a queue file that refused a write is tried again, doubling to 1 s
 
 
 class LocalMessage:
@@ -79,6 +81,8 @@ class QueueConsumer:
         self._max_retries = max_retries
         self._batches: set[asyncio.Task[None]] = set()
         self._stopping = False
+        self._unsettled: list[tuple[list[int], list[tuple[int, int]]]] = []  # settles the disk refused
+        self._store_failures = 0
 
     async def run(self) -> None:
         """Deliver until ``stop()``."""
@@ -88,7 +92,16 @@ class QueueConsumer:
                 self._slots.release()
                 return
             self._queue.arrived.clear()  # cleared before leasing, so a send during the lease still wakes us
-            leased = self._queue.lease(self._batch_size)
+            try:
+                self._settle_unsettled()
+                leased = self._queue.lease(self._batch_size)
+            except sqlite3.OperationalError as error:  # ADR-0131: a full disk pauses delivery, never ends it
+                self._slots.release()
+                await self._store_failed(error)
+                continue
+            if self._store_failures:
+                log.warning("tsumugi: the dispatch queue is written again")
+                self._store_failures = 0
             if not leased:
                 self._slots.release()
                 await self._wait_for_messages()
@@ -107,10 +120,28 @@ class QueueConsumer:
                 task.cancel()
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
+        try:
+            self._settle_unsettled()
+        except sqlite3.OperationalError:
+            pass  # still leased on disk: the next start voids the leases and redelivers (ADR-0053)
+
+    async def _store_failed(self, error: sqlite3.OperationalError) -> None:
+        """Log once per episode, then wait (a send wakes us sooner) before trying the queue file again."""
+        self._store_failures += 1
+        if self._store_failures == 1:
+            log.error("tsumugi: the dispatch queue cannot be written (%s); delivery resumes with it", error)
+        delay_s = min(IDLE_WAIT_S, STORE_RETRY_FIRST_S * 2 ** (self._store_failures - 1))
+        try:
+            await asyncio.wait_for(self._queue.arrived.wait(), delay_s)
+        except TimeoutError:
+            pass
 
     async def _wait_for_messages(self) -> None:
         timeout_s = IDLE_WAIT_S
-        next_visible_at = self._queue.next_visible_at()
+        try:
+            next_visible_at = self._queue.next_visible_at()
+        except sqlite3.OperationalError:
+            next_visible_at = None  # the next lease meets the same error and backs off
         if next_visible_at is not None:
             timeout_s = min(timeout_s, max(0.0, (next_visible_at - self._clock.now()) / 1000))
         try:
@@ -125,7 +156,7 @@ class QueueConsumer:
             await self._handler(messages)
         except asyncio.CancelledError:
             # Shutting down: whatever was not acked goes back to the queue now (ADR-0053).
-            self._queue.settle(
+            self._settle_or_keep(
                 [m.id for m in messages if m.acked], [(m.id, 0) for m in messages if not m.acked]
             )
             self._slots.release()
@@ -133,8 +164,10 @@ class QueueConsumer:
         except Exception:
             log.exception("tsumugi: queue handler failed; unacked messages will be retried")
             failed = True
-        self._settle(messages, failed)
-        self._slots.release()
+        try:
+            self._settle(messages, failed)
+        finally:
+            self._slots.release()
 
     def _settle(self, messages: list[LocalMessage], failed: bool) -> None:
         now_ms = self._clock.now()
@@ -151,4 +184,19 @@ class QueueConsumer:
                     retried.append((message.id, now_ms + message.retry_delay_ms))
             else:
                 acked.append(message.id)
-        self._queue.settle(acked, retried)
+        self._settle_or_keep(acked, retried)
+
+    def _settle_or_keep(self, acked: list[int], retried: list[tuple[int, int]]) -> None:
+        """Settle now, or keep the settlement for the run loop to retry (the messages stay leased)."""
+        try:
+            self._queue.settle(acked, retried)
+        except sqlite3.OperationalError as error:
+            if not self._unsettled:
+                log.error("tsumugi: cannot settle queue messages (%s); retrying", error)
+            self._unsettled.append((acked, retried))
+
+    def _settle_unsettled(self) -> None:
+        while self._unsettled:
+            acked, retried = self._unsettled[0]
+            self._queue.settle(acked, retried)
+            self._unsettled.pop(0)

@@ -99,8 +99,10 @@ class LocalRuntime:
             self._wiring = EngineWiring()
         wiring = self._wiring
         try:
-            self.alarms = DurableAlarms(self.state_dir / "alarms.sqlite3", self.clock)
-            self.queue = DurableQueue(self.state_dir / "queue.sqlite3", self.clock)
+            alarms_path, queue_path = self.state_dir / "alarms.sqlite3", self.state_dir / "queue.sqlite3"
+            # Through the wiring, like every coordinator's file, so tests can put faults under them.
+            self.alarms = DurableAlarms(alarms_path, self.clock, sql=wiring.executor(alarms_path))
+            self.queue = DurableQueue(queue_path, self.clock, sql=wiring.executor(queue_path))
             self.read_model = wiring.read_model(self.state_dir / "read_model.sqlite3")
         except sqlite3.Error as error:
             raise StateDirError(f"cannot open the state in {self.state_dir}: {error}") from error

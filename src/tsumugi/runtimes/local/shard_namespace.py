@@ -84,8 +84,8 @@ class SerialShardStub(SerialStub):
         result: JsonDict = await self._coordinators.call(self.name, "configure", settings)
         return result
 
-    async def update_policy(self, patch: JsonDict) -> JsonDict:
-        result: JsonDict = await self._coordinators.call(self.name, "update_policy", patch)
+    async def update_policy(self, patch: JsonDict, settings: JsonDict | None = None) -> JsonDict:
+        result: JsonDict = await self._coordinators.call(self.name, "update_policy", patch, settings)
         return result
 
     async def reset_policy(self, settings: JsonDict | None = None) -> JsonDict:

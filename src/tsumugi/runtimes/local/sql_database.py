@@ -74,10 +74,11 @@ class SqliteDatabase:
             try:
                 for sql, params in statements:
                     self._conn.execute(sql, tuple(params))
+                self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                if self._conn.in_transaction:  # a full disk already rolled it back (see SqliteExecutor)
+                    self._conn.execute("ROLLBACK")
                 raise
-            self._conn.execute("COMMIT")
 
     def executescript(self, script: str) -> None:
         with self._lock:

@@ -47,7 +47,10 @@ class SqliteExecutor:
             result = fn()
         except BaseException:
             self._depth -= 1
-            self._conn.execute("ROLLBACK")
+            # A full disk rolls the transaction back by itself (SQLITE_FULL); a ROLLBACK then fails with
+            # "no transaction is active" and hides the error that caused it.
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
             raise
         self._depth -= 1
         self._conn.execute("COMMIT")
