@@ -21,6 +21,7 @@ T = TypeVar("T")
 RECORDING = SqlRecording()
 _ORIGINAL_INIT = SqliteExecutor.__init__
 _ORIGINAL_EXECUTE = SqliteExecutor.execute
+_ORIGINAL_EXECUTE_MANY = SqliteExecutor.execute_many
 _ORIGINAL_TRANSACTION = SqliteExecutor.transaction
 
 
@@ -41,17 +42,31 @@ class _Unrecorded:
         return _ORIGINAL_TRANSACTION(self._executor, fn)
 
 
+# Files only the local runtime keeps (alarms, the dispatch queue, the run journal): never Durable Object SQL.
+LOCAL_ONLY_FILES = frozenset({"alarms.sqlite3", "queue.sqlite3", "open_coordinators.sqlite3"})
+
+
 def _init(self: SqliteExecutor, path: str | Path = ":memory:") -> None:
     _ORIGINAL_INIT(self, path)
+    self._local_only = Path(str(path)).name in LOCAL_ONLY_FILES  # type: ignore[attr-defined]
     session = RECORDING.new_session("memory") if str(path) == ":memory:" else str(Path(path).resolve())
     self._recorder = RecordingExecutor(_Unrecorded(self), RECORDING, session)  # type: ignore[attr-defined]
 
 
 def _execute(self: SqliteExecutor, sql: str, params: Sequence[SqlValue] = ()) -> list[Row]:
+    if sql.lstrip().upper().startswith("PRAGMA"):
+        if "MAX_PAGE_COUNT" in sql.upper():
+            self._local_only = True  # type: ignore[attr-defined]  # a full-disk experiment: DO has no such limit
+        return _ORIGINAL_EXECUTE(self, sql, params)  # PRAGMAs are the local runtime's, never engine SQL
+    if self._local_only:  # type: ignore[attr-defined]
+        return _ORIGINAL_EXECUTE(self, sql, params)
     return self._recorder.execute(sql, params)  # type: ignore[attr-defined, no-any-return]
 
 
 def _execute_many(self: SqliteExecutor, sql: str, rows: Iterable[Sequence[SqlValue]]) -> None:
+    if self._local_only:  # type: ignore[attr-defined]
+        _ORIGINAL_EXECUTE_MANY(self, sql, rows)
+        return
     self._recorder.execute_many(sql, rows)  # type: ignore[attr-defined]
 
 

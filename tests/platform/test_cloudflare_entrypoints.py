@@ -280,3 +280,21 @@ async def test_a_shard_reached_without_its_name_learns_it_from_the_callers_stub(
     assert again.object_name == "Hello#0" and await again.state_of(job_id) == "SCHEDULED"
     await again.identify("Other#3")  # an object that knows its name keeps it
     assert again.object_name == "Hello#0"
+
+
+async def test_a_name_from_ctx_id_is_kept_for_an_alarm_that_wakes_without_it(
+    sdk: types.SimpleNamespace,
+) -> None:
+    # ADR-0130: workerd may wake an evicted object by its alarm with an empty ctx.id.name.
+    storage = FakeDurableObjectStorage()
+    env = types.SimpleNamespace(
+        TSUMUGI_QUEUE=FakeQueue(), TSUMUGI_DB=migrated_d1(), JOB_SHARD=FakeNamespace({})
+    )
+    named = types.SimpleNamespace(storage=storage, id=types.SimpleNamespace(name="Hello#0"))
+    first = sdk.entry.TsumugiJobShard(named, env)
+    await first.enqueue_many([{"binding": "Hello", "payload": {}, "delayMs": 60_000}])
+    woken = sdk.entry.TsumugiJobShard(
+        types.SimpleNamespace(storage=storage, id=types.SimpleNamespace(name=None)), env
+    )
+    await woken.alarm()  # no UnnamedObjectError
+    assert woken.object_name == "Hello#0"

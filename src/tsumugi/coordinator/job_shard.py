@@ -16,7 +16,13 @@ from tsumugi.coordinator import shard_drains
 from tsumugi.coordinator.shard_context import MetricsWriter, ShardContext, log
 from tsumugi.coordinator.shard_enqueue import enqueue_batch
 from tsumugi.coordinator.shard_mutations import apply_cancel, apply_reschedule, apply_retry
-from tsumugi.coordinator.shard_reports import apply_claim, apply_expire, apply_heartbeat, apply_report
+from tsumugi.coordinator.shard_reports import (
+    apply_claim,
+    apply_expire,
+    apply_heartbeat,
+    apply_report,
+    apply_reports,
+)
 from tsumugi.coordinator.shard_tick import plan_tick
 from tsumugi.core.policy import merge_policy, settings_from_wire
 from tsumugi.errors import UnknownMutationError
@@ -99,16 +105,7 @@ class JobShard:
         ctx = self.ctx
         now = ctx.clock.now()
 
-        def run() -> int | None:
-            # One read for the whole group; a job reported twice is read again for its second report.
-            rows = {row["id"]: row for row in ctx.jobs.get_many(dict.fromkeys(j for j, _ in reports))}
-            arms = [
-                apply_report(ctx, job_id, outcome, now, rows.pop(job_id, None)) for job_id, outcome in reports
-            ]
-            present = [at for at in arms if at is not None]
-            return min(present) if present else None
-
-        arm_at = ctx.transaction(run)
+        arm_at = ctx.transaction(lambda: apply_reports(ctx, reports, now))
         if arm_at is not None:
             await ctx.arm(arm_at)
 

@@ -72,6 +72,21 @@ def to_queued(ctx: ShardContext, job_id: str, now_ms: int) -> JobRow | None:
     )
 
 
+def to_queued_many(ctx: ShardContext, job_ids: list[str], now_ms: int) -> dict[str, JobRow]:
+    """``to_queued`` for a tick's dispatches, in one statement per chunk; the rows that moved, by id."""
+    return ctx.jobs.update_many(
+        job_ids,
+        ("SCHEDULED",),
+        now_ms,
+        {
+            "state": "QUEUED",
+            "ready": 0,
+            "dispatched_at": now_ms,
+            "lane_at": ("sql", "? + timeout_ms", [now_ms]),
+        },
+    )
+
+
 def to_running(ctx: ShardContext, job_id: str, now_ms: int) -> JobRow | None:
     """QUEUED -> RUNNING by the claim (E3); the silence origin stays ``dispatched_at`` (J-111)."""
     return ctx.jobs.update(

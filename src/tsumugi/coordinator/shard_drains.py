@@ -13,8 +13,9 @@ from tsumugi.storage.event_outbox import Notice
 
 SEND_CHUNK: Final = 100  # Queue sendBatch takes at most 100 messages (J-161)
 SWEEP_MIN_WAIT_MS: Final = 1000  # J-170: a shard of only failed jobs sleeps instead of polling
-# A new job is first projected once it is this old, unless it finishes sooner: a job that settles within
-# it is written to the read model once instead of twice (ADR-0119; the read model is seconds stale, A-41).
+# A new job is first projected once it is this old, and a job in flight once its last change of state is,
+# unless it finishes sooner: a job that settles within it is written to the read model once instead of
+# twice or three times (ADR-0119, ADR-0135; the read model is seconds stale, A-41).
 FIRST_PROJECTION_DELAY_MS: Final = 1000
 RETRY_DELAY_MS: Final = 5000  # a failed delivery is tried again after 5 s, like a failed tick (J-164)
 _DONE: Final = ("COMPLETED", "CANCELLED")
@@ -29,13 +30,15 @@ async def send(ctx: ShardContext, messages: Sequence[dict[str, Any]]) -> None:
 async def project(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:
     """Upsert up to 200 dirty jobs into the read model (J-192).
 
-    Changed jobs go first, then new jobs at least ``FIRST_PROJECTION_DELAY_MS`` old (ADR-0119). Returns
-    whether more are due now, and when the next new job falls due.
+    Changed jobs go first — finished ones at once, the others once their change is
+    ``FIRST_PROJECTION_DELAY_MS`` old (ADR-0135) — then new jobs that old (ADR-0119). Returns whether more
+    are due now, and when the next waiting one falls due.
     """
-    job_ids = ctx.jobs.dirty_ids(TICK_ROWS)
+    cutoff = now_ms - FIRST_PROJECTION_DELAY_MS + 1
+    job_ids = ctx.jobs.due_marks(TICK_ROWS, cutoff)
     fresh: dict[str, int] = {}
     if len(job_ids) < TICK_ROWS:
-        fresh = ctx.jobs.fresh_ids(now_ms - FIRST_PROJECTION_DELAY_MS + 1, TICK_ROWS - len(job_ids))
+        fresh = ctx.jobs.fresh_ids(cutoff, TICK_ROWS - len(job_ids))
         marked = set(job_ids)
         job_ids += [job_id for job_id in fresh if job_id not in marked]
     more = len(job_ids) >= TICK_ROWS
@@ -43,9 +46,8 @@ async def project(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:
         rows = {row["id"]: row for row in ctx.jobs.get_many(job_ids)}
         # A job that never finished an attempt has no attempt rows: they are written only by a report,
         # with the job's attempts (never lowered, J-93, J-132) raised in the same transaction (ADR-0105).
-        snaps = [
-            snapshot(row, ctx.attempts.newest(row["id"]) if row["attempts"] else []) for row in rows.values()
-        ]
+        logs = ctx.attempts.newest_many([job_id for job_id, row in rows.items() if row["attempts"]])
+        snaps = [snapshot(row, logs.get(job_id, [])) for job_id, row in rows.items()]
         if ctx.read_model is not None:
             await ctx.read_model.upsert_jobs(snaps)
         # A job changed during the await keeps its mark: its version moved on (ADR-0042).
@@ -56,8 +58,10 @@ async def project(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:
                 await ctx.metrics.write(snaps)
             except Exception:  # M-4: logged and swallowed, never stops the tick; text from §11
                 log.exception("tsumugi: writeMetrics failed")
-    earliest = None if more else ctx.jobs.earliest_fresh()
-    return more, None if earliest is None else earliest + FIRST_PROJECTION_DELAY_MS
+    if more:
+        return True, None
+    waiting = [at for at in (ctx.jobs.earliest_fresh(), ctx.jobs.earliest_waiting_mark()) if at is not None]
+    return False, min(waiting) + FIRST_PROJECTION_DELAY_MS if waiting else None
 
 
 async def notify_runs(ctx: ShardContext) -> tuple[bool, bool]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from tsumugi.coordinator.job_transitions import IN_FLIGHT, to_queued, to_scheduled, to_terminal
+from tsumugi.coordinator.job_transitions import IN_FLIGHT, to_queued_many, to_scheduled, to_terminal
 from tsumugi.coordinator.shard_context import ShardContext
 from tsumugi.coordinator.terminal_events import EXPIRED_ERROR
 from tsumugi.core import jsonwire
@@ -87,8 +87,14 @@ def plan_tick(ctx: ShardContext, now_ms: int) -> TickPlan:
     _save_limits(ctx, result)
     plan = TickPlan(next_alarm_at=result.next_alarm_at)
     rows = {j["id"]: j for j in loaded + candidates}
+    dispatches: list[str] = []
     for decision in result.decisions:
-        _apply(ctx, decision, rows, now_ms, plan)
+        if isinstance(decision, Dispatch):
+            dispatches.append(decision.id)  # disjoint from the in-flight rows the others act on
+        else:
+            _apply(ctx, decision, rows, now_ms, plan)
+    queued = to_queued_many(ctx, dispatches, now_ms)  # J-161: QUEUED before the send
+    plan.messages = [dispatch_message(queued[job_id]) for job_id in dispatches if job_id in queued]
     dispatched = len(plan.messages)
     plan.rerun = (  # J-163: bounded work left over runs in the next tick, at once
         promoted >= PROMOTE_LIMIT
@@ -140,11 +146,7 @@ def _apply(
     ctx: ShardContext, decision: Decision, rows: dict[str, JobRow], now_ms: int, plan: TickPlan
 ) -> None:
     job = rows[decision.id]
-    if isinstance(decision, Dispatch):
-        queued = to_queued(ctx, decision.id, now_ms)  # J-161: QUEUED before the send
-        if queued is not None:
-            plan.messages.append(dispatch_message(queued))
-    elif isinstance(decision, Reap):  # E7: no backoff, run_after unchanged (J-104)
+    if isinstance(decision, Reap):  # E7: no backoff, run_after unchanged (J-104)
         to_scheduled(
             ctx,
             decision.id,

@@ -7,6 +7,8 @@ from typing import Any, Final
 from tsumugi.ports import SqlExecutor
 
 SNAPSHOT_ATTEMPTS: Final = 20  # J-96: snapshots carry at most the 20 newest attempt rows
+MAX_BOUND_PARAMS: Final = 100  # Durable Object SQL binds at most 100 parameters per statement
+_KEYS: Final = ("job_id", "attempt", "state", "started_at", "finished_at", "error")
 
 
 class AttemptLog:
@@ -35,8 +37,25 @@ class AttemptLog:
             "WHERE job_id = ? ORDER BY attempt DESC LIMIT ?",
             (job_id, limit),
         )
-        keys = ("job_id", "attempt", "state", "started_at", "finished_at", "error")
-        return [dict(zip(keys, r, strict=True)) for r in rows]
+        return [dict(zip(_KEYS, r, strict=True)) for r in rows]
+
+    def newest_many(
+        self, job_ids: list[str], limit: int = SNAPSHOT_ATTEMPTS
+    ) -> dict[str, list[dict[str, Any]]]:
+        """``newest`` for many jobs at once: one statement per chunk of ids; a job without rows is absent."""
+        found: dict[str, list[dict[str, Any]]] = {}
+        for start in range(0, len(job_ids), MAX_BOUND_PARAMS):
+            part = job_ids[start : start + MAX_BOUND_PARAMS]
+            rows = self.sql.execute(
+                "SELECT job_id, attempt, state, started_at, finished_at, error FROM attempt "
+                f"WHERE job_id IN ({', '.join('?' * len(part))}) ORDER BY job_id, attempt DESC",
+                part,
+            )
+            for row in rows:
+                entries = found.setdefault(str(row[0]), [])
+                if len(entries) < limit:
+                    entries.append(dict(zip(_KEYS, row, strict=True)))
+        return found
 
     def last_error(self, job_id: str) -> str | None:
         rows = self.sql.execute(

@@ -13,7 +13,15 @@ from typing import Any, Final
 
 from tsumugi.core.states import TERMINAL_STATES
 from tsumugi.ports import SqlExecutor, SqlValue
-from tsumugi.storage.job_rows import JOB_COLUMNS, JOB_SELECT, JobRow, chunks, job_from_row, seq_floor
+from tsumugi.storage.job_rows import (
+    JOB_COLUMNS,
+    JOB_SELECT,
+    MAX_BOUND_PARAMS,
+    JobRow,
+    chunks,
+    job_from_row,
+    seq_floor,
+)
 
 # Columns every new job has; the others are mostly NULL and are left out of its INSERT, since binding a
 # parameter costs more than the column's default (ADR-0120).
@@ -57,6 +65,32 @@ _CLEAR_OUTBOX = "DELETE FROM outbox WHERE job_id = ? AND (SELECT version FROM jo
 _CLEAR_FRESH = (
     "DELETE FROM fresh WHERE created_at = ? AND job_id = ? AND (SELECT version FROM job WHERE id = ?) = ?"
 )
+
+
+_TERMINAL_LIST: Final = "(" + ", ".join(f"'{state}'" for state in sorted(TERMINAL_STATES)) + ")"
+
+
+def _assignments(now_ms: int, assignments: Mapping[str, Any], transition: bool) -> tuple[str, list[SqlValue]]:
+    """The ``SET`` list and its parameters; a transition also stamps ``updated_at`` and clears the
+    heartbeat, progress and cancel request (J-69, J-135), and every change bumps ``version``."""
+    sets: list[str] = []
+    params: list[SqlValue] = []
+    merged: dict[str, Any] = {}
+    if transition:
+        merged.update(
+            {"updated_at": now_ms, "heartbeat_at": None, "progress": None, "cancel_requested_at": None}
+        )
+    merged.update(assignments)
+    for column, value in merged.items():
+        if isinstance(value, tuple) and value and value[0] == "sql":
+            sets.append(f"{column} = {value[1]}")
+            params.extend(value[2])
+        else:
+            sets.append(f"{column} = ?")
+            params.append(value)
+    sets.append("version = max(version + 1, ?)")
+    params.append(seq_floor(now_ms))
+    return ", ".join(sets), params
 
 
 class JobStore:
@@ -162,27 +196,11 @@ class JobStore:
         heartbeat, progress and cancel request (J-69, J-135). Returns the new row, or None if no row
         matched.
         """
-        sets: list[str] = []
-        params: list[SqlValue] = []
-        merged: dict[str, Any] = {}
-        if transition:
-            merged.update(
-                {"updated_at": now_ms, "heartbeat_at": None, "progress": None, "cancel_requested_at": None}
-            )
-        merged.update(assignments)
-        for column, value in merged.items():
-            if isinstance(value, tuple) and value and value[0] == "sql":
-                sets.append(f"{column} = {value[1]}")
-                params.extend(value[2])
-            else:
-                sets.append(f"{column} = ?")
-                params.append(value)
-        sets.append("version = max(version + 1, ?)")
-        params.append(seq_floor(now_ms))
+        sets, params = _assignments(now_ms, assignments, transition)
         states = list(from_states)
         marks = ", ".join("?" * len(states))
         rows = self.sql.execute(
-            f"UPDATE job SET {', '.join(sets)} WHERE id = ? AND state IN ({marks}) RETURNING {JOB_SELECT}",
+            f"UPDATE job SET {sets} WHERE id = ? AND state IN ({marks}) RETURNING {JOB_SELECT}",
             (*params, job_id, *states),
         )
         if not rows:
@@ -191,6 +209,49 @@ class JobStore:
         self.mark_changed(job)
         return job
 
+    def update_many(
+        self,
+        job_ids: list[str],
+        from_states: Iterable[str],
+        now_ms: int,
+        assignments: Mapping[str, Any],
+    ) -> dict[str, JobRow]:
+        """``update`` of many jobs with the same assignments, one statement per chunk of ids.
+
+        Returns the new rows of the jobs that were in one of ``from_states``, by id; every one is marked.
+        """
+        sets, params = _assignments(now_ms, assignments, True)
+        states = list(from_states)
+        room = MAX_BOUND_PARAMS - len(params) - len(states)  # DO SQL binds at most 100 per statement
+        changed: dict[str, JobRow] = {}
+        for part in chunks(job_ids, room):
+            rows = self.sql.execute(
+                # "+state": the ids pick the rows through the primary key, never the lane index.
+                f"UPDATE job SET {sets} WHERE +state IN ({', '.join('?' * len(states))}) "
+                f"AND id IN ({', '.join('?' * len(part))}) RETURNING {JOB_SELECT}",
+                (*params, *states, *part),
+            )
+            for row in rows:
+                job = job_from_row(row)
+                changed[job["id"]] = job
+        self.mark_changed_many(list(changed.values()))
+        return changed
+
+    def mark_changed_many(self, jobs: list[JobRow]) -> None:
+        """``mark_changed`` for many jobs: one statement per chunk, finished and unfinished apart."""
+        finished = [job["id"] for job in jobs if job["state"] in TERMINAL_STATES]
+        unfinished = [job["id"] for job in jobs if job["state"] not in TERMINAL_STATES]
+        for part in chunks(finished):
+            values = ", ".join(["(?)"] * len(part))
+            self.sql.execute(f"INSERT OR IGNORE INTO outbox (job_id) VALUES {values}", part)
+        for part in chunks(unfinished):
+            self.sql.execute(
+                "INSERT OR IGNORE INTO outbox (job_id) SELECT j.id FROM job j "
+                f"WHERE j.id IN ({', '.join('?' * len(part))}) AND NOT EXISTS "
+                "(SELECT 1 FROM fresh f WHERE f.created_at = j.created_at AND f.job_id = j.id)",
+                part,
+            )
+
     def delete_many(self, job_ids: list[str]) -> None:
         self.sql.execute_many("DELETE FROM attempt WHERE job_id = ?", ((i,) for i in job_ids))
         self.sql.execute_many("DELETE FROM job WHERE id = ?", ((i,) for i in job_ids))
@@ -198,6 +259,28 @@ class JobStore:
     # ------------------------------------------------------------------ outbox (dirty set) and fresh jobs
     def dirty_ids(self, limit: int) -> list[str]:
         return [str(r[0]) for r in self.sql.execute("SELECT job_id FROM outbox LIMIT ?", (limit,))]
+
+    def due_marks(self, limit: int, changed_before_ms: int) -> list[str]:
+        """Marked jobs whose projection is due (ADR-0135): finished, gone, or last changed before the cutoff.
+
+        A job still in flight that changed state at or after ``changed_before_ms`` waits: if it finishes
+        first, one projection shows both changes.
+        """
+        rows = self.sql.execute(
+            "SELECT o.job_id FROM outbox o LEFT JOIN job j ON j.id = o.job_id "
+            f"WHERE j.id IS NULL OR j.updated_at < ? OR j.state IN {_TERMINAL_LIST} LIMIT ?",
+            (changed_before_ms, limit),
+        )
+        return [str(r[0]) for r in rows]
+
+    def earliest_waiting_mark(self) -> int | None:
+        """When the earliest marked job still in flight last changed state (its projection waits)."""
+        rows = self.sql.execute(
+            # CROSS JOIN keeps the (small) outbox as the outer loop whatever the planner guesses.
+            "SELECT min(j.updated_at) FROM outbox o CROSS JOIN job j ON j.id = o.job_id "
+            f"WHERE j.state NOT IN {_TERMINAL_LIST}"
+        )
+        return None if not rows or rows[0][0] is None else int(rows[0][0])
 
     def fresh_ids(self, created_before_ms: int, limit: int) -> dict[str, int]:
         """New jobs created before ``created_before_ms`` and never projected, oldest first (ADR-0119).

@@ -46,7 +46,8 @@ class HostedCoordinator(_DurableObject):  # type: ignore[misc]
     ``ctx.id.name`` gives it whenever the stub came from ``idFromName``, as every Tsumugi stub does. A
     proxy that forwards by hex id (``wrangler dev``'s registry, between two dev processes) drops it; then
     the name kept in this object's SQL is used, and an object that has none yet refuses the call with
-    ``UnnamedObjectError`` until the caller's stub ``identify``s it.
+    ``UnnamedObjectError`` until the caller's stub ``identify``s it. A name learnt from ``ctx.id.name`` is
+    kept too (once per object), because an alarm that wakes an evicted object may come without it.
     """
 
     def __init__(self, ctx: Any, env: Any) -> None:
@@ -56,10 +57,13 @@ class HostedCoordinator(_DurableObject):  # type: ignore[misc]
         self.alarm_port = DurableObjectAlarm(state.storage)
         self.worker_env = worker_env_for(env)
         self._name: str | None = str(to_py_value(getattr(state.id, "name", None)) or "") or None
+        self._name_kept = False
         self._started_at = SystemClock().now()
 
     @property
     def object_name(self) -> str:
+        if self._name is not None and not self._name_kept:
+            self._keep_name(self._name)
         if self._name is None:
             self._name = self._stored_name()
         if self._name is None:
@@ -69,14 +73,20 @@ class HostedCoordinator(_DurableObject):  # type: ignore[misc]
     def _stored_name(self) -> str | None:
         self.sql.execute(f"CREATE TABLE IF NOT EXISTS {NAME_TABLE} (name TEXT NOT NULL)")
         rows = self.sql.execute(f"SELECT name FROM {NAME_TABLE} LIMIT 1")
+        self._name_kept = bool(rows)
         return str(rows[0][0]) if rows else None
+
+    def _keep_name(self, name: str) -> None:
+        if self._stored_name() is None:
+            self.sql.execute(f"INSERT INTO {NAME_TABLE} (name) VALUES (?)", (name,))
+        self._name_kept = True
 
     async def identify(self, name: str) -> None:
         """Learn this object's name from a caller that addressed it by name (see the class notes)."""
         name = str(to_py_value(name))
         if self._name is not None or self._stored_name() is not None:
             return
-        self.sql.execute(f"INSERT INTO {NAME_TABLE} (name) VALUES (?)", (name,))
+        self._keep_name(name)
         self._name = name
 
     async def meter(self) -> Any:

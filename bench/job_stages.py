@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Where one job's time goes on the local runtime: µs and SQL statements per job, stage by stage.
+
+N no-op jobs are enqueued into a paused binding, then the pause is lifted and the runtime drains them,
+all in this process. The engine's entry points are wrapped (for this process only) with timers that
+charge each stage its own CPU time, nested stages excluded, and count the SQL statements it runs:
+
+    enqueue   JobShard.enqueue_many            project   the tick's projection into the read model
+    dispatch  the tick's reading and deciding  tick      the rest of the alarm tick
+    send      the tick's sendBatch             lease     the consumer's lease of a batch
+    report    JobShard.report_many             ack       settling the batch in the queue
+
+``consume`` is what remains of the process's CPU time: the consumer, the performers, the event loop and
+this bench's polling. ``statements`` counts ``execute`` and ``execute_many`` calls on the SQLite
+connections (one ``execute_many`` counts once) and each statement of a read-model batch.
+
+Usage: ``.venv/bin/python bench/job_stages.py [--jobs 20000] [--policy default|wide]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextvars
+import functools
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import peers
+
+from tsumugi.client import shard_for
+from tsumugi.coordinator import job_shard, shard_drains
+from tsumugi.runtimes.local import dispatch_queue, sql_database, sqlite_executor
+from tsumugi.runtimes.local.runtime import LocalRuntime
+
+# Stages timed by wrappers: their CPU time (this thread) while they run, less the stages nested in
+# them (per task: a context variable). None waits on another task; the consumer does (for its reports),
+# so its time, the performers' and the loop's is what remains of the process's CPU time.
+STAGES: Final = ("enqueue", "dispatch", "send", "project", "tick", "lease", "report", "ack")
+# (stage, the task that entered it): a task created inside a stage inherits the variable, not the stage.
+current: contextvars.ContextVar[tuple[str, object]] = contextvars.ContextVar(
+    "stage", default=("consume", None)
+)
+spent: dict[str, float] = defaultdict(float)
+statements: dict[str, int] = defaultdict(int)
+
+
+def _task() -> object:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
+
+
+def _staged(stage: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def enter() -> tuple[contextvars.Token[tuple[str, object]], float]:
+        return current.set((stage, _task())), time.thread_time()
+
+    def leave(token: contextvars.Token[tuple[str, object]], started: float) -> None:
+        elapsed = time.thread_time() - started
+        current.reset(token)
+        spent[stage] += elapsed
+        outer, owner = current.get()
+        if owner is _task():
+            spent[outer] -= elapsed  # the enclosing stage, in this task, does not count it
+
+    if asyncio.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def staged_async(*args: Any, **kwargs: Any) -> Any:
+            token, started = enter()
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                leave(token, started)
+
+        return staged_async
+
+    @functools.wraps(fn)
+    def staged(*args: Any, **kwargs: Any) -> Any:
+        token, started = enter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            leave(token, started)
+
+    return staged
+
+
+def instrument() -> None:
+    def counted(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def count(*args: Any, **kwargs: Any) -> Any:
+            statements[current.get()[0]] += 1
+            return fn(*args, **kwargs)
+
+        return count
+
+    def counted_batch(fn: Callable[..., Any]) -> Callable[..., Any]:
+        async def count(self: Any, batch: Any) -> Any:
+            statements[current.get()[0]] += len(batch)
+            return await fn(self, batch)
+
+        return count
+
+    executor = sqlite_executor.SqliteExecutor
+    executor.execute = counted(executor.execute)  # type: ignore[method-assign]
+    executor.execute_many = counted(executor.execute_many)  # type: ignore[method-assign]
+    database = sql_database.SqliteDatabase
+    database.batch = counted_batch(database.batch)  # type: ignore[method-assign]
+    for owner, name, stage in (
+        (job_shard.JobShard, "enqueue_many", "enqueue"),
+        (job_shard.JobShard, "_tick", "tick"),
+        (job_shard, "plan_tick", "dispatch"),
+        (shard_drains, "send", "send"),
+        (shard_drains, "project", "project"),
+        (dispatch_queue.DurableQueue, "lease", "lease"),
+        (job_shard.JobShard, "report_many", "report"),
+        (dispatch_queue.DurableQueue, "settle", "ack"),
+    ):
+        setattr(owner, name, _staged(stage, getattr(owner, name)))
+
+
+async def drain(jobs: int, policy: str) -> tuple[float, float]:
+    tsumugi = peers.app(policy)
+    with tempfile.TemporaryDirectory(prefix="job-stages-") as tmp:
+        state = Path(tmp)
+        await peers.tsumugi_backlog(state, jobs, policy)
+        statements.clear()
+        instrument()
+        shard_file = state / "shards" / "Noop%230.sqlite3"
+        started, cpu = time.perf_counter(), time.process_time()
+        async with LocalRuntime(tsumugi, state, exports={"Noop": peers.Noop}, cron=False) as runtime:
+            await shard_for(runtime.env, "Noop").reset_policy(tsumugi.static_settings("Noop"))
+            while peers.completed_in(shard_file) < jobs:
+                await asyncio.sleep(peers.POLL_S)
+        return time.perf_counter() - started, time.process_time() - cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=20_000)
+    parser.add_argument("--policy", choices=("default", "wide"), default="default")
+    args = parser.parse_args()
+    wall, cpu = asyncio.run(drain(args.jobs, args.policy))
+    per_job = 1e6 / args.jobs
+    print(f"{args.jobs} no-op jobs drained at the {args.policy} policy in {wall:.2f} s:")
+    print(f"{'stage':<10}{'µs/job':>9}{'statements/job':>16}")
+    for stage in STAGES:
+        print(f"{stage:<10}{spent[stage] * per_job:>9.1f}{statements[stage] / args.jobs:>16.2f}")
+    rest = cpu - sum(spent[stage] for stage in STAGES)
+    consume = statements["consume"] / args.jobs
+    print(f"{'consume':<10}{rest * per_job:>9.1f}{consume:>16.2f}   (and perform, loop)")
+    print(f"{'all (CPU)':<10}{cpu * per_job:>9.1f}{sum(statements.values()) / args.jobs:>16.2f}")
+
+
+if __name__ == "__main__":
+    main()
