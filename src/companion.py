@@ -8,6 +8,9 @@ It shows the two ways another Worker works with Tsumugi:
   ``{"jobs": [...]}`` and answers 201 ``{"ids"}``. Both need the bearer token ``TSUMUGI_TOKEN``.
 - it **serves a performer** to the example: ``Shout`` is a remote performer there (J-62), reached
   through the example's ``Shout`` service binding to this Worker's ``Shout`` entrypoint.
+- it **reads a shard's meter** for benches and tests: ``GET /meter?shard=<binding>%23<n>`` answers the
+  shard Durable Object's ``meter()`` (cursor rows read/written, ``setAlarm`` calls since the instance
+  started; COST.md), behind the same token.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import hmac
 import json
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import app as example
 from tsumugi import EnqueueError, InvalidJobIdError, create_client
@@ -39,13 +43,28 @@ def _authorized(request: Any, env: Any) -> bool:
     return bool(token) and hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
 
 
+def _metered_shard(query: str) -> str | None:
+    """The ``shard`` of a meter query if it names a shard of the example (``<binding>#<n>``), else None.
+
+    Only real shards: a Durable Object is created by being addressed, so an arbitrary name would make one.
+    """
+    given = parse_qs(query).get("shard", [""])[0]
+    binding, _, index = given.partition("#")
+    if binding not in example.PERFORMERS or not (index.isascii() and index.isdigit()):
+        return None
+    return given if int(index) < client.binding_config(binding).shards else None
+
+
 class Default(WorkerEntrypoint):
-    """``POST /enqueue`` and ``POST /enqueue-many``: jobs for the example's performers."""
+    """``POST /enqueue``, ``POST /enqueue-many`` and ``GET /meter`` (see the module notes)."""
 
     async def fetch(self, request: Any) -> Any:
         if not _authorized(request, self.env):
             return json_answer({"error": "unauthorized"}, 401)
-        path = "/" + request.url.split("://", 1)[-1].split("/", 1)[-1].split("?", 1)[0]
+        url = urlsplit(str(request.url))
+        path = url.path or "/"
+        if request.method == "GET" and path == "/meter":
+            return await self._meter(url.query)
         if request.method != "POST" or path not in ("/enqueue", "/enqueue-many"):
             return json_answer({"error": "not found"}, 404)
         try:
@@ -59,3 +78,10 @@ class Default(WorkerEntrypoint):
             return json_answer({"ids": await client.enqueue_many(env, body.get("jobs", []))}, 201)
         except (EnqueueError, InvalidJobIdError) as error:
             return json_answer({"error": str(error)}, 400)
+
+    async def _meter(self, query: str) -> Any:
+        name = _metered_shard(query)
+        if name is None:
+            return json_answer({"error": "shard must name a shard of the example, as <binding>#<n>"}, 400)
+        # The stub retries after ``identify`` when the proxy between dev processes drops the name.
+        return json_answer(await WorkerEnv(self.env).JOB_SHARD.get(name).meter())
