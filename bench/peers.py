@@ -102,16 +102,23 @@ def completed_in(shard_file: Path) -> int:
             return 0
 
 
+def awaiting_projection(shard_file: Path) -> int:
+    with contextlib.closing(sqlite3.connect(shard_file, timeout=5)) as db:
+        row = db.execute("SELECT (SELECT count(*) FROM outbox) + (SELECT count(*) FROM fresh)").fetchone()
+        return int(row[0])
+
+
 async def tsumugi_backlog(state: Path, jobs: int, policy: str) -> None:
-    """N jobs wait in the shard behind a pinned pause; the runtime that enqueued them stops."""
+    """N jobs wait in the shard behind a pinned pause, listed in the read model as waiting jobs are;
+    then the runtime that enqueued them stops."""
     tsumugi = app(policy)
     async with LocalRuntime(tsumugi, state, exports={"Noop": Noop}, cron=False) as runtime:
         await shard_for(runtime.env, "Noop").update_policy({"paused": True})
         for offset in range(0, jobs, CHUNK):
-            inputs = [
-                {"binding": "Noop", "payload": {"n": n}} for n in range(offset, min(jobs, offset + CHUNK))
-            ]
-            await tsumugi.enqueue_many(runtime.env, inputs)
+            await tsumugi.enqueue_many(runtime.env, noop_inputs(offset, min(jobs, offset + CHUNK)))
+        deadline = time.monotonic() + 60
+        while awaiting_projection(state / "shards" / "Noop%230.sqlite3") and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)  # the first projection of a new job waits a second (ADR-0119)
 
 
 async def tsumugi_worker(state: Path, jobs: int, policy: str, done: Path, enqueue: bool) -> None:
