@@ -51,7 +51,9 @@ def apply_reports(
             arm_at = apply_report(ctx, job_id, outcome, now_ms, rows.pop(job_id, None))
             arms += [arm_at] if arm_at is not None else []
             continue
-        effect = decide_report(_reported(job, with_backoff=True), outcome, now_ms, ctx.rand())
+        # Only a failure reads the backoff (a retry's delay); a plain job's success never does.
+        needs_backoff = not outcome.get("ok") or job["run_id"] is not None
+        effect = decide_report(_reported(job, with_backoff=needs_backoff), outcome, now_ms, ctx.rand())
         if effect is None:
             continue
         if effect.to_state == "SCHEDULED" or effect.log_state is not None or job["run_id"] is not None:

@@ -26,26 +26,36 @@ class AttemptTimer:
     so a chatty heartbeat costs no task churn.
     """
 
-    __slots__ = ("_clock", "_on_fire", "_watcher", "deadline", "fired", "timeout_ms")
+    __slots__ = ("_arming", "_clock", "_on_fire", "_watcher", "deadline", "fired", "timeout_ms")
 
     def __init__(self, timeout_ms: int, clock: Clock, on_fire: Callable[[], None]) -> None:
         self.timeout_ms = timeout_ms
         self._clock = clock
         self._on_fire = on_fire
         self._watcher: asyncio.Task[None] | None = None
+        self._arming: asyncio.Handle | None = None
         self.deadline = 0  # epoch ms on the clock; set when perform starts
         self.fired = False
 
     def start(self) -> None:
+        # The watcher task is made only once the loop runs again, i.e. once perform has yielded: a perform
+        # that finishes without waiting (most do) costs a cancelled callback, not a task (ADR-0136).
         self.deadline = self._clock.now() + self.timeout_ms
+        self._arming = asyncio.get_running_loop().call_soon(self._arm)
+
+    def _arm(self) -> None:
+        self._arming = None
         self._watcher = asyncio.get_running_loop().create_task(self._watch())
 
     def restart(self) -> None:
         # J-74: a heartbeat accepted after the timeout fired does not revive the timer.
-        if self._watcher is not None and not self.fired:
+        if (self._watcher is not None or self._arming is not None) and not self.fired:
             self.deadline = self._clock.now() + self.timeout_ms
 
     def cancel(self) -> None:
+        if self._arming is not None:
+            self._arming.cancel()
+            self._arming = None
         if self._watcher is not None:
             self._watcher.cancel()
 

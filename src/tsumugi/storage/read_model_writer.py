@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -18,6 +19,7 @@ from tsumugi.storage.read_model_schema import (
     upsert_sql,
 )
 
+_JOB_KEYS: Final = frozenset(JOB_COLUMNS)
 UPSERT_JOB_SQL: Final = upsert_sql("job", JOB_COLUMNS, ("id",), JOB_FROZEN_COLUMNS)
 UPSERT_RUN_SQL: Final = upsert_sql("run", RUN_COLUMNS, ("id",), RUN_FROZEN_COLUMNS)
 UPSERT_RUN_NODE_SQL: Final = upsert_sql(
@@ -44,14 +46,27 @@ def _sql_value(value: Any) -> SqlValue:
     return jsonwire.dumps(value)
 
 
+_job_values = operator.itemgetter(*JOB_COLUMNS)  # in C
+_SCALARS: Final = (str, int, float, type(None))
+
+
 def job_row(snapshot: Mapping[str, Any]) -> tuple[SqlValue, ...]:
     """Bind values for one job snapshot (J-190): JSON columns as text, an empty attempt list as NULL."""
+    if snapshot.keys() >= _JOB_KEYS and snapshot["payload"] is not None and snapshot["attempts_log"] != []:
+        # A shard's snapshot: every column present and already text or a number (ADR-0136).
+        values: tuple[Any, ...] = _job_values(snapshot)
+        if all(type(value) in _SCALARS for value in values):
+            return values
+    return _job_row_converted(snapshot)
+
+
+def _job_row_converted(snapshot: Mapping[str, Any]) -> tuple[SqlValue, ...]:
     log = snapshot.get("attempts_log")
-    values: dict[str, Any] = dict(snapshot)
-    values["payload"] = _json_text(snapshot.get("payload", "null")) or "null"
-    values["result"] = _json_text(snapshot.get("result"))
-    values["attempts_log"] = None if not log else _json_text(log)
-    return tuple(_sql_value(values.get(column)) for column in JOB_COLUMNS)
+    converted: dict[str, Any] = dict(snapshot)
+    converted["payload"] = _json_text(snapshot.get("payload", "null")) or "null"
+    converted["result"] = _json_text(snapshot.get("result"))
+    converted["attempts_log"] = None if not log else _json_text(log)
+    return tuple(_sql_value(converted.get(column)) for column in JOB_COLUMNS)
 
 
 def run_row(snapshot: Mapping[str, Any]) -> tuple[SqlValue, ...]:
