@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from tsumugi.core.config import BindingConfig, Policy, binding_config_from
-from tsumugi.core.config_checks import camel_case, from_mapping
+from tsumugi.core.config_checks import camel_case, from_mapping, is_number
 from tsumugi.core.ids import resolve_shard, shard_name, validate_binding
+from tsumugi.core.input_bounds import clamp_duration, clamp_instant, clamp_safe
 from tsumugi.core.options import (
     OnEnqueue,
     apply_defaults,
@@ -48,6 +49,11 @@ def _namespace(env: Any) -> ShardNamespace:
     if namespace is None:
         raise ConfigurationError(f"{SHARD_NAMESPACE} is not configured: the environment has no such binding")
     return namespace  # type: ignore[no-any-return]
+
+
+def _bounded(value: Any, clamp: Callable[[float], float]) -> Any:
+    """A finite number clamped; anything else passes for the shard to judge."""
+    return clamp(value) if is_number(value) else value
 
 
 class ShardHandle:
@@ -114,7 +120,13 @@ class ShardHandle:
         delay_ms: int | None = None,
         priority: float | None = None,
     ) -> JsonDict:
-        return await self.stub.reschedule(job_id, run_at, delay_ms, priority)
+        """Move a SCHEDULED job (J-133); numbers are clamped to what the shard stores (ADR-0133)."""
+        return await self.stub.reschedule(
+            job_id,
+            _bounded(run_at, clamp_instant),
+            _bounded(delay_ms, clamp_duration),
+            _bounded(priority, clamp_safe),
+        )
 
     async def mutate_many(self, action: str, job_ids: Sequence[str]) -> JsonDict:
         return await self.stub.mutate_many(action, job_ids)

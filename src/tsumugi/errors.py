@@ -11,6 +11,7 @@ The tree::
     │   ├── InvalidConfigError     a policy, backoff, binding or notice config is malformed (+ValueError)
     │   └── InvalidScheduleError   a schedule definition is invalid (S-2, +ValueError)
     ├── EnqueueError               an enqueue input is invalid (J-29, +ValueError)
+    │   └── PayloadTooLargeError   a payload's JSON is over the dispatch message limit (ADR-0133)
     ├── RequiredKeyError           a performer's required key is missing (J-70, +TypeError)
     ├── PerformerSignal            raised by a performer to steer its own retry (J-76)
     │   ├── PermanentFailure       fail now, whatever attempts remain
@@ -22,6 +23,7 @@ The tree::
     ├── MetricsUpstreamError       the metrics store refused or timed out (M-12: 502)
     ├── UnsafeIntegerError         an int beyond 2^53 about to cross into JavaScript (+ValueError)
     ├── QueueMessageTooLargeError  a dispatch message over the Queues size limit (+ValueError)
+    ├── StorageFullError           a store refused a write: the database or disk is full (ADR-0133)
     ├── LocalRuntimeError          the embedded runtime cannot start
     │   ├── StateDirError          the state directory is not writable
     │   ├── AppLoadError           the APP of ``tsumugi dev`` cannot be loaded
@@ -161,3 +163,12 @@ class UnknownMutationError(TsumugiError, ValueError):
 # --------------------------------------------------------------------------- CLI: init, add-performer, doctor
 class CommandLineError(TsumugiError):
     """A ``tsumugi`` command cannot proceed; printed as ``tsumugi: <message>``, exit 1 (C-3..C-6)."""
+
+
+# ---------------------------------------------------------------------- input bounds and storage (ADR-0133)
+class PayloadTooLargeError(EnqueueError):
+    """A payload's JSON text is larger than a dispatch message may carry; nothing was enqueued."""
+
+
+class StorageFullError(TsumugiError):
+    """A write failed because the database or the disk under it is full; the write changed nothing."""

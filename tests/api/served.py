@@ -1,20 +1,27 @@
-"""Serve the REST app with uvicorn on 127.0.0.1 in a background thread, fully configured."""
+"""Serve the REST app with uvicorn on 127.0.0.1 in a background thread: over the recording harness, fully
+configured, or over a real local runtime (``serve_runtime``)."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import uvicorn
-from tests.api.rest_harness import NOW, Harness, job, make_harness
+from tests.api.rest_harness import NOW, TOKEN, Harness, job, make_harness
 
+from tsumugi import Tsumugi, bearer_auth, define_tsumugi
 from tsumugi.api import create_rest_app
+from tsumugi.flows import FlowBuilder, create_flow
+from tsumugi.performer import JobContext, Performer
 from tsumugi.projection.local_metrics import LocalMetricsReader, LocalMetricsWriter
+from tsumugi.runtimes.local.runtime import LocalRuntime
 from tsumugi.runtimes.local.sql_database import SqliteDatabase, apply_migrations
 
 SCHEDULES = [
@@ -58,11 +65,18 @@ async def seeded_harness(db_path: str) -> Harness:
     return harness
 
 
+def _loopback_socket() -> socket.socket:
+    """A TCP socket on a free loopback port. IPPROTO_TCP, not 0: asyncio turns Nagle off only for sockets
+    whose proto says TCP, and with Nagle on every keep-alive response waited 40 ms for a delayed ACK."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
 @contextmanager
 def serve(app: Any) -> Iterator[str]:
     """Run ``app`` under uvicorn on a free loopback port; yields the base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
+    sock = _loopback_socket()
     port = sock.getsockname()[1]
     config = uvicorn.Config(app, log_level="error", lifespan="off", access_log=False)
     server = uvicorn.Server(config)
@@ -83,3 +97,70 @@ def serve(app: Any) -> Iterator[str]:
 
 def app_of(harness: Harness) -> Any:
     return create_rest_app(harness.options)
+
+
+class _Quick(Performer):
+    async def perform(self, payload: Any, ctx: JobContext) -> Any:
+        return payload
+
+
+@create_flow({"MAIL": _Quick})
+def _SIGNUP(f: FlowBuilder) -> None:
+    f.node("welcome", "MAIL", input=lambda run_input, done: run_input)
+
+
+def runtime_app() -> Tsumugi:
+    """The REST surface over the real engine: performers, a flow, a schedule, token auth."""
+    return define_tsumugi(
+        performers={"MAIL": _Quick, "SMS": _Quick},
+        flows={"signup": _SIGNUP},
+        schedules={"nightly": {"binding": "MAIL", "cron": "0 3 * * *", "payload": {}}},
+        auth=bearer_auth(lambda env: env.get("TSUMUGI_TOKEN")),
+    )
+
+
+@contextmanager
+def serve_runtime(state_dir: Path) -> Iterator[str]:
+    """``runtime_app`` on a ``LocalRuntime`` under ``state_dir``, served by uvicorn in the runtime's own loop.
+
+    Every request goes through the real client, shards, SQLite files and read model, as ``tsumugi dev``.
+    """
+    sock = _loopback_socket()
+    port = sock.getsockname()[1]
+    ready = threading.Event()
+    servers: list[uvicorn.Server] = []
+    failures: list[BaseException] = []
+
+    async def main() -> None:
+        app = runtime_app()
+        runtime = LocalRuntime(app, state_dir, vars={"TSUMUGI_TOKEN": TOKEN}, exports={"MAIL": _Quick})
+        await runtime.start()
+        config = uvicorn.Config(app.asgi(runtime.env), log_level="error", lifespan="off", access_log=False)
+        server = uvicorn.Server(config)
+        servers.append(server)
+        serving = asyncio.ensure_future(server.serve(sockets=[sock]))
+        while not server.started and not serving.done():
+            await asyncio.sleep(0.01)  # noqa: sleep-ok  (uvicorn binding, in its own loop)
+        ready.set()
+        try:
+            await serving
+        finally:
+            await runtime.stop(grace_s=1.0)
+
+    def run() -> None:
+        try:
+            asyncio.run(main())
+        except BaseException as error:  # reported to the test thread
+            failures.append(error)
+            ready.set()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    if not ready.wait(timeout=30) or failures:
+        raise RuntimeError(f"the runtime did not start: {failures}")
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        servers[0].should_exit = True
+        thread.join(timeout=30)
+        sock.close()

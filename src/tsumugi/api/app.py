@@ -1,4 +1,9 @@
-"""The REST app: the request pipeline of A-12..A-18 in front of one route table, as a Starlette app."""
+"""The REST app: the request pipeline of A-12..A-18 in front of one route table, as a Starlette app.
+
+Paths are read as the original's router reads them (ADR-0133): routes match the path with every escape
+decoded except those of URI delimiters (``%2F``, ``%23``, ``%3A``, ...) and ``%25``, and each path
+parameter is then decoded once more, completely. ``/api`` itself is under the API, like ``/api/*``.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -18,12 +23,25 @@ from tsumugi.api import routes_flows, routes_jobs, routes_mutations, routes_ops
 from tsumugi.api.context import RequestContext
 from tsumugi.api.openapi import openapi_document
 from tsumugi.api.options import RestOptions
-from tsumugi.api.wire import HTML_MEDIA_TYPE, TEXT_MEDIA_TYPE, error_response, json_response, not_found_text
+from tsumugi.api.wire import (
+    HTML_MEDIA_TYPE,
+    TEXT_MEDIA_TYPE,
+    TooLargeError,
+    error_response,
+    json_response,
+    not_found_text,
+)
+from tsumugi.errors import StorageFullError
 from tsumugi.storage.read_model_migrations import MigrationGate
 
 Handler = Callable[[RequestContext], Awaitable[Response]]
 _SEGMENT: Final = "([^/]+)"
 _log = logging.getLogger("tsumugi.api")
+STORAGE_FULL: Final = "storage is full"  # ADR-0133: 503; the store logs the episode once
+_ESCAPE_RUN: Final = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+_NON_ASCII: Final = re.compile(r"[^\x00-\x7f]")
+# decodeURI leaves the escapes of these as they are; the router also keeps %25, so "%2541" stays "%2541".
+_KEPT_ESCAPES: Final = frozenset(b";/?:@&=+$,#%")
 
 # A-4 / A-27: literal bulk routes come before the {id} routes; methods must match exactly.
 ROUTES: Final[tuple[tuple[str, str, Handler], ...]] = (
@@ -60,25 +78,65 @@ def _compile(template: str) -> tuple[re.Pattern[str], list[str]]:
 _COMPILED: Final = tuple((method, *_compile(path), handler) for method, path, handler in ROUTES)
 
 
-def match_route(method: str, raw_path: str) -> tuple[Handler, dict[str, str]] | None:
-    """The handler for ``method raw_path`` and its percent-decoded path parameters (A-9).
+def _decode_run(run: str, keep: frozenset[int]) -> str:
+    """One run of ``%XX`` escapes as UTF-8, escapes of bytes in ``keep`` left as written.
 
-    Matching runs on the raw path so an encoded ``/`` inside an id cannot split a segment.
+    A run that is not valid UTF-8 stays as written, as the original's router leaves it.
+    """
+    tokens = [run[i : i + 3] for i in range(0, len(run), 3)]
+    out: list[str] = []
+    pending = bytearray()
+    try:
+        for token in tokens:
+            byte = int(token[1:], 16)
+            if byte in keep:
+                out.append(pending.decode("utf-8"))
+                pending.clear()
+                out.append(token)
+            else:
+                pending.append(byte)
+        out.append(pending.decode("utf-8"))
+    except UnicodeDecodeError:
+        return run
+    return "".join(out)
+
+
+def routing_path(raw_path: str) -> str:
+    """The path routes match (ADR-0133): like decodeURI, with ``%25`` kept; bad escapes stay."""
+    return _ESCAPE_RUN.sub(lambda run: _decode_run(run.group(), _KEPT_ESCAPES), raw_path)
+
+
+def decode_param(segment: str) -> str:
+    """A path parameter decoded completely, once (A-9): like decodeURIComponent; bad escapes stay."""
+    return _ESCAPE_RUN.sub(lambda run: _decode_run(run.group(), frozenset()), segment)
+
+
+def match_route(method: str, path: str) -> tuple[Handler, dict[str, str]] | None:
+    """The handler for ``method path`` (a ``routing_path``) and its decoded path parameters (A-9).
+
+    An escaped ``/`` is still escaped in a routing path, so it cannot split a segment.
     """
     for route_method, pattern, names, handler in _COMPILED:
         if route_method != method:
             continue
-        found = pattern.fullmatch(raw_path)
+        found = pattern.fullmatch(path)
         if found:
-            return handler, {n: unquote(v) for n, v in zip(names, found.groups(), strict=True)}
+            return handler, {n: decode_param(v) for n, v in zip(names, found.groups(), strict=True)}
     return None
 
 
 def _raw_path(request: Request) -> str:
     raw = request.scope.get("raw_path")
     if isinstance(raw, bytes):
-        return raw.decode("latin-1").split("?", 1)[0]
+        text = raw.decode("latin-1").split("?", 1)[0]
+        # As a URL parser would: bytes beyond ASCII in the request line are escaped as UTF-8.
+        return _NON_ASCII.sub(lambda found: f"%{ord(found.group()):02X}", text)
     return quote(str(request.scope["path"]), safe="/:@!$&'()*+,;=-._~")
+
+
+def is_api_path(path: str) -> bool:
+    """A-13, A-14: the original's middlewares cover ``/api`` and ``/api/*``."""
+    return path == "/api" or path.startswith("/api/")
 
 
 def request_env(request: Request, options: RestOptions) -> Any:
@@ -104,9 +162,9 @@ class RestPipeline:
         options = self.options
         if options.auth is None:
             return PlainTextResponse("not found", status_code=404, media_type=TEXT_MEDIA_TYPE)  # A-12
-        path = str(request.scope["path"])
+        path = routing_path(_raw_path(request))
         method = "GET" if request.method == "HEAD" else request.method
-        if not path.startswith("/api/"):
+        if not is_api_path(path):
             html = self._html() if method == "GET" else None  # A-17: no auth, no migration check
             return html or not_found_text()
         env = request_env(request, options)
@@ -122,7 +180,7 @@ class RestPipeline:
         status = await self.gate.check(options.database(env))
         if status.kind != "ok":
             return error_response(status.error_message(), 503)  # A-16
-        matched = match_route(method, _raw_path(request))
+        matched = match_route(method, path)
         if matched is None:
             html = self._html() if method == "GET" else None  # A-17, A-18
             return html or not_found_text()
@@ -146,6 +204,10 @@ class _PipelineMiddleware:
             return
         try:
             response = await self.pipeline.handle(Request(scope, receive))
+        except TooLargeError as refused:
+            response = error_response(refused.message, 413)  # ADR-0133: a body or payload over its limit
+        except StorageFullError:
+            response = error_response(STORAGE_FULL, 503)  # ADR-0133: JSON, and logged where it was raised
         except Exception:
             # A-18: the framework's plain 500, with the charset spelling of every other text body.
             _log.exception("unhandled error in %s %s", scope.get("method"), scope.get("path"))

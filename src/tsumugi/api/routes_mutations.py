@@ -12,19 +12,20 @@ from tsumugi.api.shapes import BulkFailure, BulkResult, Created
 from tsumugi.api.validation import BulkSelection, validate_bulk, validate_create_job, validate_reschedule
 from tsumugi.api.wire import (
     BodyError,
+    TooLargeError,
     error_response,
     json_response,
     read_json_body,
     refusal_response,
 )
 from tsumugi.core.ids import parse_job_id
-from tsumugi.errors import EnqueueError, InvalidJobIdError
+from tsumugi.core.input_bounds import clamp_instant
+from tsumugi.errors import EnqueueError, InvalidJobIdError, PayloadTooLargeError
 from tsumugi.ports import JsonDict
 from tsumugi.storage import read_model_jobs as jobs_sql
 from tsumugi.storage.read_model_jobs import JobFilter
 
 NOT_ALLOWED: Final = "not allowed in the current state"
-MAX_SAFE_INTEGER: Final = 2**53 - 1  # JS Number.MAX_SAFE_INTEGER
 JOB_GONE: Final = "job is no longer available: removed from the coordinator after the retention period"
 
 
@@ -58,6 +59,8 @@ async def create_job(ctx: RequestContext) -> Response:
         return error_response(exc.message, 400)
     try:
         job_id = await enqueue(ctx.env, dict(accepted))
+    except PayloadTooLargeError as exc:
+        raise TooLargeError(str(exc)) from None  # ADR-0133: 413
     except (EnqueueError, InvalidJobIdError) as exc:
         return error_response(str(exc), 400)  # ADR-0066: refused input is a 400, never a 500
     created: Created = {"id": job_id}
@@ -94,8 +97,8 @@ async def reschedule_job(ctx: RequestContext) -> Response:
     run_at = accepted.get("runAt")
     if run_at is None:
         run_at = ctx.now_ms() + accepted.get("delayMs", 0)  # request time + delayMs
-    # Instants stay within the integers JS and D1 represent exactly (ADR-0066).
-    run_at_ms = int(max(-MAX_SAFE_INTEGER, min(MAX_SAFE_INTEGER, run_at)))
+    # Instants stay within the integers JS and D1 represent exactly (ADR-0066), and within a Date (ADR-0133).
+    run_at_ms = int(clamp_instant(run_at))
     result = await ctx.shards.get(name).reschedule(
         job_id, run_at=run_at_ms, priority=accepted.get("priority")
     )

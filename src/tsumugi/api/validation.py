@@ -1,4 +1,8 @@
-"""Body validation with the original's messages and order, first failure wins (A-38, A-46, A-49, A-62)."""
+"""Body validation with the original's messages and order, first failure wins (A-38, A-46, A-49, A-62).
+
+After the original's checks, ADR-0133's bounds: numbers clamped to what the stores hold, strings made
+well-formed, a payload over the dispatch message limit refused with 413.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,16 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from tsumugi.api.shapes import CreateJobRequest, RescheduleRequest, StartRunRequest
-from tsumugi.api.wire import BodyError, is_finite_number
+from tsumugi.api.wire import BodyError, TooLargeError, is_finite_number
+from tsumugi.core import jsonwire
+from tsumugi.core.input_bounds import (
+    check_payload_text,
+    clamp_duration,
+    clamp_instant,
+    clamp_safe,
+    well_formed,
+)
+from tsumugi.errors import PayloadTooLargeError
 
 BULK_MAX_IDS: Final = 200  # A-49
 BULK_ACTION_STATES: Final[dict[str, tuple[str, ...]]] = {
@@ -58,6 +71,7 @@ def validate_create_job(body: Any, performers: Sequence[str] | None) -> CreateJo
     _check_strings(fields, ("concurrencyKey", "uniqueKey"))
     if "expiresInMs" in fields and not _is_positive_integer(fields["expiresInMs"]):
         raise BodyError("expiresInMs must be positive")  # J-41 [NEW]: the one newer field REST takes
+    _check_payload_size(fields["payload"])
     accepted: CreateJobRequest = {"binding": binding, "payload": fields["payload"]}
     for name in ("maxAttempts", "delayMs", "priority", "expiresInMs"):
         if name in fields:
@@ -66,6 +80,14 @@ def validate_create_job(body: Any, performers: Sequence[str] | None) -> CreateJo
         if fields.get(name):  # A-39: an empty key is dropped
             accepted[name] = fields[name]  # type: ignore[literal-required]
     return accepted
+
+
+def _check_payload_size(payload: Any) -> None:
+    """ADR-0133: 413 when the payload's JSON is over the limit (any parsed JSON value serialises)."""
+    try:
+        check_payload_text(jsonwire.dumps(payload))
+    except PayloadTooLargeError as error:
+        raise TooLargeError(str(error)) from None
 
 
 def validate_reschedule(body: Any) -> RescheduleRequest:
@@ -80,9 +102,12 @@ def validate_reschedule(body: Any) -> RescheduleRequest:
     if "delayMs" in fields and fields["delayMs"] < 0:
         raise BodyError("delayMs must not be negative")
     accepted: RescheduleRequest = {}
-    for name in ("runAt", "delayMs", "priority"):
-        if name in fields:
-            accepted[name] = fields[name]
+    if "runAt" in fields:
+        accepted["runAt"] = clamp_instant(fields["runAt"])
+    if "delayMs" in fields:
+        accepted["delayMs"] = clamp_duration(fields["delayMs"])
+    if "priority" in fields:
+        accepted["priority"] = clamp_safe(fields["priority"])  # ADR-0133
     return accepted
 
 
@@ -129,13 +154,23 @@ def validate_bulk(body: Any, action: str) -> BulkSelection:
     return BulkSelection(
         ids=None,
         states=(fields["state"],) if "state" in fields else accepted,
-        binding=fields.get("binding") or None,
-        unique_key=fields.get("unique_key") or None,
-        concurrency_key=fields.get("concurrency_key") or None,
-        created_from=fields.get("created_from"),
-        created_to=fields.get("created_to"),
+        binding=_filter_text(fields.get("binding")),
+        unique_key=_filter_text(fields.get("unique_key")),
+        concurrency_key=_filter_text(fields.get("concurrency_key")),
+        created_from=_bound(fields.get("created_from")),
+        created_to=_bound(fields.get("created_to")),
         limit=limit,
     )
+
+
+def _filter_text(value: str | None) -> str | None:
+    """A-50: empty is absent; ADR-0133: compared as the stores hold strings."""
+    return well_formed(value) if value else None
+
+
+def _bound(value: float | None) -> float | None:
+    """A created_at bound beyond every instant selects what that instant would (ADR-0133)."""
+    return None if value is None else clamp_instant(value)
 
 
 def _is_positive_integer(value: Any) -> bool:
@@ -165,5 +200,5 @@ def validate_start_run(body: Any, flows: Sequence[str]) -> StartRunRequest:
         "flow": flow,
         "input": fields["input"],
         "id": local_id,
-        "deadlineMs": None if deadline is None else int(deadline),
+        "deadlineMs": None if deadline is None else int(clamp_duration(deadline)),  # ADR-0133
     }

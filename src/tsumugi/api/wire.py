@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from tsumugi.core import jsonwire
+from tsumugi.core.input_bounds import clamp_instant
 
 JSON_MEDIA_TYPE: Final = "application/json; charset=UTF-8"  # A-2: as the original framework sends it
 HTML_MEDIA_TYPE: Final = "text/html; charset=UTF-8"
@@ -26,8 +27,26 @@ _JS_SPACE: Final = (
 _BASES: Final = {"x": 16, "o": 8, "b": 2}
 
 
+# ADR-0133: a body is read up to this size and refused beyond it. Far above the largest payload a job may
+# carry (MAX_PAYLOAD_BYTES, 120 KiB of JSON) even when a client escapes every character, far below what
+# would strain the server's memory.
+MAX_BODY_BYTES: Final = 1024 * 1024
+BODY_TOO_LARGE: Final = f"body must not exceed {MAX_BODY_BYTES} bytes"
+
+
 class BodyError(Exception):
     """A request body refused with 400 ``{"error": message}``; carries the exact wire message."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class TooLargeError(Exception):
+    """A body or payload over its limit: the pipeline answers 413 ``{"error": message}`` (ADR-0133).
+
+    Not a ``BodyError``, so it passes the routes' 400 handling on its way to the pipeline.
+    """
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -57,9 +76,35 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(name)  # JSON.parse knows no NaN/Infinity literals
 
 
+def _declared_length(request: Request) -> int | None:
+    declared = request.headers.get("content-length")
+    return int(declared) if declared is not None and declared.isdigit() else None
+
+
+async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
+    """The body, read chunk by chunk; ``TooLargeError`` as soon as it is known to exceed ``limit``.
+
+    A declared ``Content-Length`` over the limit is refused before anything is read.
+    """
+    declared = _declared_length(request)
+    if declared is not None and declared > limit:
+        raise TooLargeError(BODY_TOO_LARGE)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise TooLargeError(BODY_TOO_LARGE)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 async def read_json_body(request: Request) -> Any:
-    """Parse the body as JSON whatever the Content-Type (A-3); raise BodyError on empty or invalid."""
-    raw = await request.body()
+    """Parse the body as JSON whatever the Content-Type (A-3); raise BodyError on empty or invalid.
+
+    A body over ``MAX_BODY_BYTES`` is refused with 413 before it is parsed (ADR-0133).
+    """
+    raw = await read_body(request)
     # As the Fetch API's text(): a leading BOM is dropped and invalid UTF-8 becomes U+FFFD.
     text = raw.decode("utf-8-sig", errors="replace")
     try:
@@ -114,6 +159,4 @@ def query_bound(value: str | None) -> float | None:
     number = js_number(value)
     if math.isnan(number):
         return None
-    if math.isinf(number):
-        return float(2**62) if number > 0 else float(-(2**62))
-    return number
+    return clamp_instant(number)  # ADR-0133: a bound beyond every instant matches as that bound would

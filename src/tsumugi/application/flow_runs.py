@@ -10,6 +10,7 @@ from typing import Any, Final
 from tsumugi.client import env_binding
 from tsumugi.core.flow.ids import format_run_id
 from tsumugi.core.ids import new_local_id
+from tsumugi.core.input_bounds import clamp_duration
 from tsumugi.errors import ConfigurationError, InvalidFlowError, UnknownMutationError
 from tsumugi.ports import JsonDict
 
@@ -55,6 +56,8 @@ async def start_run(
     if flow not in flows:
         raise InvalidFlowError(f"flow is not registered: {flow}")
     run_id = format_run_id(flow, new_local_id() if local_id is None else local_id)
+    if deadline_ms is not None:
+        deadline_ms = int(clamp_duration(deadline_ms))  # ADR-0133: now + the deadline stays an instant
     await run_for(env, run_id).start(flow, input, deadline_ms)
     return run_id
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from json import encoder as _json_encoder
-from typing import Any
+from typing import Any, Final
 
 _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 # The C encoder the line above builds on every call, built once (ADR-0120). Without circular-reference
@@ -21,6 +22,15 @@ _c_encode = (
 
 
 _encode_string = _json_encoder.encode_basestring
+# JSON.stringify is well-formed (ES2019): a lone surrogate prints as a \uXXXX escape, so the text is valid
+# UTF-8 and parses back to the same string. Only text that is not ASCII can hold one.
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _escape_lone_surrogates(text: str) -> str:
+    if text.isascii() or not _LONE_SURROGATE.search(text):
+        return text
+    return _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def js_number(value: float) -> str:
@@ -103,10 +113,10 @@ def dumps(value: Any) -> str:
     try:
         text = "".join(_c_encode(value, 0)) if _c_encode is not None else _encoder.encode(value)
     except ValueError:  # NaN or infinity: the careful pass prints null
-        return _js_text(value)
+        return _escape_lone_surrogates(_js_text(value))
     # Python's float repr differs from JavaScript's for integral floats and exponents; when the text
     # shows neither, it is already what JS prints and the careful pass is skipped (ADR-0120).
-    return _js_text(value) if _maybe_differs(text) else text
+    return _escape_lone_surrogates(_js_text(value) if _maybe_differs(text) else text)
 
 
 def loads(text: str) -> Any:
@@ -115,7 +125,7 @@ def loads(text: str) -> Any:
 
 def utf16_len(text: str) -> int:
     """Length in UTF-16 code units, the unit the original's limits are written in (J-3)."""
-    return len(text.encode("utf-16-le")) // 2
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2  # a lone surrogate is one unit too
 
 
 def quote(value: str) -> str:

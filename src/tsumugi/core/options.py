@@ -1,7 +1,9 @@
 """Enqueue inputs: Python snake_case options -> the camelCase wire input the shard reads (§5.2).
 
 Validation follows J-29 (``EnqueueError``, a ``ValueError``), exclusivity J-26/J-41, ``on_enqueue``
-defaults J-42 and required keys J-70. ADR-0058 records the choices the spec leaves open.
+defaults J-42 and required keys J-70. ADR-0058 records the choices the spec leaves open; ADR-0133 the
+bounds: numbers are clamped to what every store holds, keys made well-formed, payloads kept under the
+dispatch message limit.
 """
 
 from __future__ import annotations
@@ -12,6 +14,14 @@ from typing import Any, Final, TypedDict
 from tsumugi.core import jsonwire
 from tsumugi.core.config import ExponentialBackoff, FixedBackoff, backoff_from
 from tsumugi.core.config_checks import camel_case, is_number
+from tsumugi.core.input_bounds import (
+    MAX_DURATION_MS,
+    check_payload_text,
+    clamp_duration,
+    clamp_instant,
+    clamp_safe,
+    well_formed,
+)
 from tsumugi.core.trace import validate_traceparent
 from tsumugi.errors import EnqueueError, InvalidConfigError, RequiredKeyError
 
@@ -156,11 +166,15 @@ def to_wire_input(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def check_payload(payload: Any) -> None:
-    """Raise ``EnqueueError`` unless ``payload`` serialises to JSON (J-27)."""
+    """Raise ``EnqueueError`` unless ``payload`` serialises to JSON (J-27) within the size limit.
+
+    ``PayloadTooLargeError`` (an ``EnqueueError``) when the JSON is over ``MAX_PAYLOAD_BYTES`` (ADR-0133).
+    """
     try:
-        jsonwire.dumps(payload)  # J-27: the shard stores JSON(payload)
+        text = jsonwire.dumps(payload)  # J-27: the shard stores JSON(payload)
     except (TypeError, ValueError, RecursionError) as error:
         raise EnqueueError(f"payload must be JSON-serializable: {error}") from None
+    check_payload_text(text)
 
 
 def _number(name: str, value: Any) -> Any:
@@ -169,29 +183,41 @@ def _number(name: str, value: Any) -> Any:
     return value
 
 
+def _priority(name: str, value: Any) -> Any:
+    return clamp_safe(_number(name, value))  # ADR-0133: priorities beyond 2^53 order as 2^53 - 1
+
+
+def _instant(name: str, value: Any) -> Any:
+    return clamp_instant(_number(name, value))  # ADR-0133: within what a JS Date holds
+
+
+def _window(name: str, value: Any) -> Any:
+    return clamp_duration(_number(name, value))  # unique_for_ms: any finite number, clamped
+
+
 def _non_negative(name: str, value: Any) -> Any:
     if not is_number(value) or value < 0:
         raise EnqueueError(f"{name} must be a number >= 0, got {value!r}")
-    return value
+    return clamp_duration(value)  # ADR-0133: now + the duration stays an instant
 
 
 def _max_attempts(name: str, value: Any) -> Any:
     integral = is_number(value) and float(value).is_integer()
     if not integral or value < 1:
         raise EnqueueError(f"max_attempts must be an integer >= 1, got {value!r}")
-    return int(value)
+    return int(clamp_safe(value))  # ADR-0133: more attempts than 2^53 - 1 is as many
 
 
 def _positive(name: str, value: Any) -> Any:
     if not is_number(value) or value <= 0:
         raise EnqueueError(f"{name} must be positive, got {value!r}")
-    return value
+    return clamp_duration(value)
 
 
 def _string(name: str, value: Any) -> Any:
     if not isinstance(value, str):
         raise EnqueueError(f"{name} must be a string, got {value!r}")
-    return value
+    return well_formed(value)  # ADR-0133: a lone surrogate is stored as U+FFFD, as the Workers runtime does
 
 
 def _guarantee(name: str, value: Any) -> Any:
@@ -200,25 +226,32 @@ def _guarantee(name: str, value: Any) -> Any:
     return value
 
 
+_BACKOFF_DURATIONS: Final = ("delayMs", "baseMs", "maxMs")
+
+
 def _backoff(name: str, value: Any) -> Any:
     try:
-        return backoff_from(value).to_wire()
+        wire = backoff_from(value).to_wire()
     except InvalidConfigError as error:
         raise EnqueueError(str(error)) from None
+    # ADR-0133: a retry lands at now + the delay, which must stay an instant.
+    return {
+        key: min(item, MAX_DURATION_MS) if key in _BACKOFF_DURATIONS else item for key, item in wire.items()
+    }
 
 
 _CHECKS: Final[dict[str, Callable[[str, Any], Any]]] = {
     "binding": _string,
-    "priority": _number,
+    "priority": _priority,
     "max_attempts": _max_attempts,
     "backoff": _backoff,
     "timeout_ms": _non_negative,
     "delay_ms": _non_negative,
-    "run_at": _number,
+    "run_at": _instant,
     "guarantee": _guarantee,
-    "unique_for_ms": _number,
+    "unique_for_ms": _window,
     "traceparent": lambda _name, value: validate_traceparent(value),  # J-40
-    "expires_at": _number,
+    "expires_at": _instant,
     "expires_in_ms": _positive,
     **{name: _string for name in _STRING_OPTIONS},
 }

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from tsumugi.core.config import FixedBackoff
 from tsumugi.core.config_checks import camel_case
+from tsumugi.core.input_bounds import MAX_DURATION_MS, MAX_SAFE_INTEGER
 from tsumugi.core.options import apply_defaults, check_required_keys, input_from, to_wire_input
 from tsumugi.errors import EnqueueError, RequiredKeyError
 
@@ -157,18 +158,19 @@ def test_required_keys_raise_a_type_error_naming_the_key() -> None:
     check_required_keys("CHARGE", {"concurrency_key": "c"}, frozenset({"concurrency_key"}))
 
 
+# Within ADR-0133's bounds, where values pass unchanged (beyond them they are clamped: tests/api).
 VALID_OPTIONS = st.fixed_dictionaries(
     {"binding": st.just("MAIL"), "payload": st.recursive(st.none() | st.integers() | st.text(), st.lists)},
     optional={
-        "priority": st.floats(allow_nan=False, allow_infinity=False),
+        "priority": st.floats(min_value=-MAX_SAFE_INTEGER, max_value=MAX_SAFE_INTEGER),
         "max_attempts": st.integers(min_value=1, max_value=100),
-        "timeout_ms": st.integers(min_value=0),
-        "delay_ms": st.integers(min_value=0),
+        "timeout_ms": st.integers(min_value=0, max_value=MAX_DURATION_MS),
+        "delay_ms": st.integers(min_value=0, max_value=MAX_DURATION_MS),
         "guarantee": st.sampled_from(["at-least-once", "at-most-once"]),
         "concurrency_key": st.text(),
         "unique_key": st.text(),
-        "unique_for_ms": st.integers(),
-        "expires_in_ms": st.integers(min_value=1),
+        "unique_for_ms": st.integers(min_value=-MAX_DURATION_MS, max_value=MAX_DURATION_MS),
+        "expires_in_ms": st.integers(min_value=1, max_value=MAX_DURATION_MS),
     },
 )
 
