@@ -131,10 +131,6 @@ async def test_the_typed_enqueue_refuses_a_payload_over_the_limit(env: dict[str,
         await tsumugi.enqueue(env, binding="MAIL", payload={"body": TOO_BIG}, priority=1)
 
 
-@pytest.mark.xfail(
-    reason="ADR-0133: in process, a single group's plain payloads are encoded by the shard alone "
-    "(ADR-0120), and coordinator/shard_enqueue._payload_texts does not check their size yet",
-)
 async def test_in_process_plain_payloads_over_the_limit_are_refused_too() -> None:
     shards = InProcessShards(FixedClock(START))
     with pytest.raises(PayloadTooLargeError):

@@ -8,6 +8,7 @@ from typing import Any, Final
 from tsumugi.coordinator.shard_context import ShardContext
 from tsumugi.core import ids, jsonwire
 from tsumugi.core.backoff import DEFAULT_BACKOFF
+from tsumugi.core.input_bounds import check_payload_text
 from tsumugi.errors import EnqueueError
 from tsumugi.storage.job_rows import JobRow, scheduled_lane, seq_floor
 
@@ -87,9 +88,12 @@ def _payload_text(payload: Any) -> str:
 def _payload_texts(payloads: list[Any]) -> list[str]:
     """``_payload_text`` of each payload, in one frame: the plain ``enqueue_many`` path (ADR-0120)."""
     try:
-        return [jsonwire.dumps(payload) for payload in payloads]
+        texts = [jsonwire.dumps(payload) for payload in payloads]
     except (TypeError, ValueError, RecursionError) as exc:  # the client's words (core/options)
         raise EnqueueError(f"payload must be JSON-serializable: {exc}") from None
+    for text in texts:
+        check_payload_text(text)  # ADR-0133: the same limit as every other enqueue path
+    return texts
 
 
 def _backoff_text(backoff: Any) -> str:
