@@ -79,6 +79,9 @@ class RecordingWiring:
     async def prepare_read_model(self, read_model: Any) -> None:
         return None
 
+    def close(self) -> None:
+        return None
+
     def namespaces(self, runtime: LocalRuntime) -> dict[str, tuple[str, Any]]:
         """A second coordinator kind, reached as ``env.RUN`` (how flows plug in)."""
         return {"RUN": ("runs", lambda name, sql, alarm: RecordingCoordinator(name, sql, alarm, runtime))}

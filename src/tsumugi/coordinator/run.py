@@ -83,6 +83,22 @@ class RunCoordinator:
             self._schema_ready = True
         return self._schema_ready
 
+    def dormant(self) -> bool:
+        """Whether nothing can happen here before a call or the sweep alarm: no run, or a settled one.
+
+        Settled means finished, projected and reported to its parent (F-82's conditions but the age);
+        a runtime may then release the run's storage connection and memory (ADR-0132).
+        """
+        if self.ticking:
+            return False
+        if not self.has_storage():
+            return True
+        run = self.store.run()
+        if run is None:
+            return True
+        reported = run.parent_run_id is None or bool(run.parent_notified)
+        return run.state != "RUNNING" and reported and self.outbox.is_empty()
+
     def enqueue_settings(self, shard: str) -> JsonDict | None:
         """What node jobs carry to ``shard`` (``<binding>#<n>``), as a client enqueue would (J-50).
 

@@ -18,7 +18,7 @@ from tsumugi.coordinator.scheduler import Scheduler
 from tsumugi.core.config import RunSettings
 from tsumugi.ports import AlarmPort, SqlExecutor
 from tsumugi.projection import LocalMetricsWriter
-from tsumugi.runtimes.local.run_storage import DeferredSqliteExecutor
+from tsumugi.runtimes.local.run_storage import MAX_CONNECTED_RUNS, ConnectionBudget, DeferredSqliteExecutor
 from tsumugi.runtimes.local.serial_coordinators import CoordinatorFactory
 from tsumugi.runtimes.local.sql_database import SqliteDatabase, apply_migrations
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
@@ -41,18 +41,25 @@ def shard_counts(app: Any) -> dict[str, int]:
 class EngineWiring:
     """``RuntimeWiring`` for production use; ``rand`` is injectable so benchmarks can be repeatable."""
 
-    def __init__(self, rand: Any = random.random) -> None:
+    def __init__(self, rand: Any = random.random, *, max_connected_runs: int = MAX_CONNECTED_RUNS) -> None:
         self._rand = rand
         self._writer: D1ReadModelWriter | None = None
         self._metrics: LocalMetricsWriter | None = None
+        # ADR-0132: a bound on open run databases, however many runs are busy at once
+        self._run_connections = ConnectionBudget(max_connected_runs)
 
     def executor(self, path: Path) -> SqlExecutor:
         if path.parent.name == RUNS_KIND:
-            return DeferredSqliteExecutor(path)  # ADR-0116: no file for a run that was never started
+            # ADR-0116: no file for a run that was never started; ADR-0132: connected while used
+            return DeferredSqliteExecutor(path, self._run_connections)
         return SqliteExecutor(path)
 
     def read_model(self, path: Path) -> SqliteDatabase:
         return SqliteDatabase(path)
+
+    def close(self) -> None:
+        """Wait for the run databases still closing on worker threads (ADR-0132)."""
+        self._run_connections.drain()
 
     async def prepare_read_model(self, read_model: Any) -> None:
         """Apply the D1 migrations, as ``wrangler d1 migrations apply --local`` would (D-1)."""

@@ -3,7 +3,9 @@
 Layout of the state directory (ADR-0051)::
 
     shards/<binding>%23<n>.sqlite3 one file per job shard (a Durable Object's SQLite; ``#`` is quoted)
+    runs/<run id>.sqlite3          one file per run (and scheduler/ for the scheduler), opened on demand
     alarms.sqlite3                 every coordinator's durable alarm
+    open_coordinators.sqlite3      runs and scheduler that were open and may hold a due alarm (ADR-0132)
     queue.sqlite3                  the dispatch queue (TSUMUGI_QUEUE)
     read_model.sqlite3             the read model (TSUMUGI_DB, D1)
 """
@@ -25,6 +27,7 @@ from tsumugi.runtimes.local.cron_trigger import CronTrigger
 from tsumugi.runtimes.local.dispatch_queue import DurableQueue
 from tsumugi.runtimes.local.durable_alarms import DurableAlarms
 from tsumugi.runtimes.local.local_env import LocalEnv, LocalExecutionContext, serve_remote_markers
+from tsumugi.runtimes.local.open_journal import OpenJournal
 from tsumugi.runtimes.local.queue_consumer import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_MAX_CONCURRENCY,
@@ -37,6 +40,9 @@ from tsumugi.runtimes.local.shard_namespace import LocalNamespace, LocalShardNam
 log = logging.getLogger("tsumugi.local")
 
 SHUTDOWN_GRACE_S = 5.0  # attempts still running after this are cut; their messages are redelivered
+# ADR-0132: runs kept in memory between calls (settled ones are closed at once); only the 128 most
+# recently used of them stay connected (run_storage.MAX_CONNECTED_RUNS).
+MAX_IDLE_COORDINATORS = 256
 
 
 class QueueHandlerApp(Protocol):
@@ -55,6 +61,10 @@ class RuntimeWiring(Protocol):
     def job_shard(self, name: str, sql: SqlExecutor, alarm: AlarmPort, runtime: LocalRuntime) -> Any: ...
 
     async def prepare_read_model(self, read_model: Any) -> None: ...
+
+    def close(self) -> None:
+        """Called once every coordinator is closed: release what the wiring itself holds."""
+        ...
 
     def namespaces(self, runtime: LocalRuntime) -> Mapping[str, tuple[str, CoordinatorFactory]]:
         """Further coordinator namespaces by env binding (``"RUN": ("runs", factory)``)."""
@@ -76,7 +86,9 @@ class LocalRuntime:
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         wiring: RuntimeWiring | None = None,
         cron: bool = True,
+        max_idle_coordinators: int = MAX_IDLE_COORDINATORS,
     ) -> None:
+        """``max_idle_coordinators``: runs (and the scheduler) kept open between calls (ADR-0132)."""
         self.app = app
         self.state_dir = Path(state_dir)
         self.clock: Clock = clock or SystemClock()
@@ -86,6 +98,7 @@ class LocalRuntime:
         self._max_concurrency = max_concurrency
         self._wiring = wiring
         self._cron = cron
+        self._max_idle = max_idle_coordinators
         self._tasks: list[asyncio.Task[None]] = []
         self._coordinators: dict[str, SerialCoordinators] = {}
         self._started = False
@@ -102,6 +115,7 @@ class LocalRuntime:
             alarms_path, queue_path = self.state_dir / "alarms.sqlite3", self.state_dir / "queue.sqlite3"
             # Through the wiring, like every coordinator's file, so tests can put faults under them.
             self.alarms = DurableAlarms(alarms_path, self.clock, sql=wiring.executor(alarms_path))
+            self.journal = OpenJournal(self.state_dir / "open_coordinators.sqlite3")
             self.queue = DurableQueue(queue_path, self.clock, sql=wiring.executor(queue_path))
             self.read_model = wiring.read_model(self.state_dir / "read_model.sqlite3")
         except sqlite3.Error as error:
@@ -125,7 +139,14 @@ class LocalRuntime:
         }
         for binding, (kind, factory) in wiring.namespaces(self).items():
             coordinators = SerialCoordinators(
-                kind, self.state_dir / kind, self.alarms, self.clock, factory, wiring.executor
+                kind,
+                self.state_dir / kind,
+                self.alarms,
+                self.clock,
+                factory,
+                wiring.executor,
+                max_idle=self._max_idle,  # one per run: their number has no bound (ADR-0132)
+                journal=self.journal,
             )
             self._coordinators[kind] = coordinators
             bindings[binding] = LocalNamespace(coordinators)
@@ -164,7 +185,10 @@ class LocalRuntime:
         await self.alarms.stop()
         for coordinators in self._coordinators.values():
             coordinators.close()
+        if self._wiring is not None:
+            self._wiring.close()
         self.queue.close()
+        self.journal.close()
         self.alarms.close()
         close = getattr(self.read_model, "close", None)
         if callable(close):
@@ -192,15 +216,16 @@ class LocalRuntime:
             self.alarms.delete(key)
 
     def _rearm_coordinators(self) -> None:
-        """Tick every coordinator on disk once at start (ADR-0052).
+        """Tick once at start every shard on disk, and every run the journal lists (ADR-0052, ADR-0132).
 
         A kill between a coordinator's commit and its ``set_alarm`` would leave work without an alarm;
         one tick finds such work, and a tick with nothing to do is cheap. The tick itself re-arms
-        whatever later instant it still needs.
+        whatever later instant it still needs. Runs are not all opened: only one that was open can
+        have lost an alarm, and every later alarm is persisted.
         """
         now_ms = self.clock.now()
         for coordinators in self._coordinators.values():
-            for name in coordinators.names_on_disk():
+            for name in coordinators.start_up_names():
                 self.alarms.set(coordinators.alarm_key(name), now_ms)
 
 

@@ -6,6 +6,11 @@ check-then-act logic never interleaves, even across ``await`` (ADR-0050). While 
 a call into another one, its own lock is free, as a Durable Object's input gate opens during an
 outgoing call; so a shard notifying a run while the run enqueues into that shard cannot deadlock
 (ADR-0102).
+
+Like a Durable Object, a coordinator need not stay in memory: with ``max_idle`` set, one whose run has
+settled (``dormant()``) is closed as soon as its turn ends, at most ``max_idle`` other idle ones are
+kept (least recently used first out), and any of them is reopened from its file on the next call or
+alarm (ADR-0132). An ``OpenJournal`` records which ones may hold a due alarm that only memory knows.
 """
 
 from __future__ import annotations
@@ -13,16 +18,21 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import weakref
 from asyncio import Lock
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from itertools import islice
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 from urllib.parse import quote, unquote
 
 from tsumugi.clock import Clock
+from tsumugi.errors import LocalRuntimeError
 from tsumugi.ports import AlarmPort, SqlExecutor
 from tsumugi.runtimes.local.durable_alarms import DurableAlarms
 from tsumugi.runtimes.local.local_alarm import LocalAlarm
+from tsumugi.runtimes.local.open_journal import OpenJournal
 
 log = logging.getLogger("tsumugi.local")
 T = TypeVar("T")
@@ -30,12 +40,13 @@ T = TypeVar("T")
 ALARM_RETRY_FIRST_MS = 2_000  # a Durable Object retries a failed alarm after about 2 s, then backs off
 ALARM_RETRY_MAX_MS = 60_000  # ADR-0052: keep retrying locally, at most a minute apart, never give up
 FILE_SUFFIX = ".sqlite3"
+EVICTION_SCAN = 8  # idle coordinators looked at per eviction: a bounded cost, not a scan of all of them
 
 
 class _Gate:
     """One hold of a coordinator's lock by one task; released while that task calls another coordinator."""
 
-    __slots__ = ("holding", "slot", "task")
+    __slots__ = ("__weakref__", "holding", "slot", "task")
 
     def __init__(self, slot: _Slot) -> None:
         self.slot = slot
@@ -62,12 +73,16 @@ class _Gate:
 
 
 # The gate the current task holds: a coordinator that calls itself re-enters instead of deadlocking.
-_gate: contextvars.ContextVar[_Gate | None] = contextvars.ContextVar("tsumugi_gate", default=None)
+# Held weakly: a timer armed during a turn copies the context, and must not keep the coordinator and its
+# storage alive until it fires (a settled run's sweep alarm is minutes away; ADR-0132).
+_GateRef = weakref.ref[_Gate]
+_gate: contextvars.ContextVar[_GateRef | None] = contextvars.ContextVar("tsumugi_gate", default=None)
 
 
 def _current() -> _Gate | None:
     """The current task's gate; a task started inside a coordinator's turn inherits none of it."""
-    gate = _gate.get()
+    held = _gate.get()
+    gate = held() if held is not None else None
     return gate if gate is not None and gate.task is asyncio.current_task() else None
 
 
@@ -98,21 +113,24 @@ class CoordinatorFactory(Protocol):
 
 
 class _Slot:
-    __slots__ = ("coordinator", "failures", "key", "lock", "sql", "ticking")
+    __slots__ = ("coordinator", "failures", "key", "lock", "name", "sql", "ticking", "users")
 
-    def __init__(self, key: str, coordinator: Any, sql: SqlExecutor) -> None:
+    def __init__(self, name: str, key: str, coordinator: Any, sql: SqlExecutor) -> None:
+        self.name = name
         self.key = key
         self.coordinator = coordinator
         self.sql = sql
         self.lock = Lock()
         self.failures = 0
         self.ticking = False  # a tick is running, perhaps waiting on another coordinator (ADR-0102)
+        self.users = 0  # calls and ticks in progress or waiting for the lock; only an unused slot closes
 
 
 class SerialCoordinators:
     """Lazily opens one coordinator per name, each on ``<directory>/<name>.sqlite3``, and serialises calls.
 
-    ``kind`` prefixes the coordinator's alarm key in ``DurableAlarms`` (``"shards/MAIL#0"``).
+    ``kind`` prefixes the coordinator's alarm key in ``DurableAlarms`` (``"shards/MAIL#0"``). Without
+    ``max_idle`` every coordinator stays open until ``close`` (job shards: as many as configured).
     """
 
     def __init__(
@@ -123,6 +141,9 @@ class SerialCoordinators:
         clock: Clock,
         factory: CoordinatorFactory,
         executor: Callable[[Path], SqlExecutor],
+        *,
+        max_idle: int | None = None,
+        journal: OpenJournal | None = None,
     ) -> None:
         self.kind = kind
         self._directory = directory
@@ -130,7 +151,12 @@ class SerialCoordinators:
         self._clock = clock
         self._factory = factory
         self._executor = executor
+        if max_idle is not None and max_idle < 0:
+            raise LocalRuntimeError(f"max_idle must be at least 0, not {max_idle}")
         self._slots: dict[str, _Slot] = {}
+        self._max_idle = max_idle
+        self._idle: OrderedDict[str, _Slot] = OrderedDict()  # open and unused, least recently used first
+        self._journal = journal
 
     def alarm_key(self, name: str) -> str:
         return f"{self.kind}/{name}"
@@ -141,9 +167,27 @@ class SerialCoordinators:
             return []
         return sorted(unquote(p.name[: -len(FILE_SUFFIX)]) for p in self._directory.glob(f"*{FILE_SUFFIX}"))
 
+    def start_up_names(self) -> list[str]:
+        """The coordinators to tick at start: every file on disk, or with a journal only those it lists.
+
+        ADR-0052 ticks every file, to recover an alarm a kill lost between a commit and its
+        ``set_alarm``; the journal names every coordinator that can have lost one (ADR-0132). A
+        journal created by this start knows nothing yet, so the files are ticked once more.
+        """
+        if self._journal is None or self._journal.created:
+            return self.names_on_disk()
+        return self._journal.names(self.kind)
+
+    def open_count(self) -> int:
+        """How many coordinators are open (in use or idle)."""
+        return len(self._slots)
+
     def coordinator(self, name: str) -> Any:
         """The coordinator object itself (opened if needed); callers outside the lock must not mutate."""
-        return self._slot(name).coordinator
+        slot = self._slot(name)
+        if slot.users == 0:
+            self._keep_idle(slot)
+        return slot.coordinator
 
     async def call(self, name: str, method: str, *args: Any, **kwargs: Any) -> Any:
         """Call ``method`` on the named coordinator while holding its lock."""
@@ -160,33 +204,45 @@ class SerialCoordinators:
         A call from inside another coordinator's turn frees that coordinator's lock until it returns
         (ADR-0102); a coordinator calling itself re-enters.
         """
-        slot = self._slot(name)
-        caller = _current()
-        if caller is not None and caller.slot is slot:
-            return await fn(slot.coordinator)
-        if caller is not None:
-            caller.open()
+        slot = self._use(name)
         try:
-            async with _Gate(slot) as gate:
-                token = _gate.set(gate)
-                try:
-                    return await fn(slot.coordinator)
-                finally:
-                    _gate.reset(token)
-        finally:
+            caller = _current()
+            if caller is not None and caller.slot is slot:
+                return await fn(slot.coordinator)
             if caller is not None:
-                await caller.close()
+                caller.open()
+            try:
+                async with _Gate(slot) as gate:
+                    token = _gate.set(weakref.ref(gate))
+                    try:
+                        return await fn(slot.coordinator)
+                    finally:
+                        _gate.reset(token)
+            finally:
+                if caller is not None:
+                    await caller.close()
+        finally:
+            self._done(slot)
 
     async def run_alarm(self, name: str) -> None:
         """Fire the coordinator's alarm if it is still due; a failing tick is retried later (ADR-0052)."""
-        slot = self._slot(name)
+        at_ms = self._alarms.get(self.alarm_key(name))
+        if at_ms is None or at_ms > self._clock.now():
+            return  # not due: nothing to open a closed coordinator for
+        slot = self._use(name)
+        try:
+            await self._tick(slot)
+        finally:
+            self._done(slot)
+
+    async def _tick(self, slot: _Slot) -> None:
         async with _Gate(slot) as gate:
             at_ms = self._alarms.get(slot.key)
             now_ms = self._clock.now()
             if at_ms is None or at_ms > now_ms or slot.ticking:
                 return  # not due, or the running tick's alarm loop picks the instant up when it ends
             self._alarms.delete(slot.key)  # a DO alarm is cleared when it fires; the tick may set a new one
-            token = _gate.set(gate)
+            token = _gate.set(weakref.ref(gate))
             slot.ticking = True
             try:
                 await slot.coordinator.alarm()
@@ -194,7 +250,7 @@ class SerialCoordinators:
             except Exception:
                 slot.failures += 1
                 delay_ms = min(ALARM_RETRY_MAX_MS, ALARM_RETRY_FIRST_MS * 2 ** (slot.failures - 1))
-                log.exception("tsumugi: alarm failed for %s; retrying in %d ms", name, delay_ms)
+                log.exception("tsumugi: alarm failed for %s; retrying in %d ms", slot.name, delay_ms)
                 if self._alarms.get(slot.key) is None:
                     self._alarms.set(slot.key, now_ms + delay_ms)
             finally:
@@ -202,19 +258,69 @@ class SerialCoordinators:
                 _gate.reset(token)
 
     def close(self) -> None:
-        """Close every opened coordinator's SQL executor (if it can be closed)."""
-        for slot in self._slots.values():
-            close = getattr(slot.sql, "close", None)
-            if callable(close):
-                close()
-        self._slots.clear()
+        """Close every open coordinator; the journal keeps those with a due alarm for the next start."""
+        for slot in list(self._slots.values()):
+            self._close_slot(slot)
 
+    # ------------------------------------------------------------------ opening and closing (ADR-0132)
     def _slot(self, name: str) -> _Slot:
         slot = self._slots.get(name)
         if slot is None:
             self._directory.mkdir(parents=True, exist_ok=True)
-            sql = self._executor(self._directory / f"{quote(name, safe='')}{FILE_SUFFIX}")
             key = self.alarm_key(name)
+            if self._journal is not None:
+                self._journal.opened(key)  # before any statement: from here on a kill may lose its alarm
+            sql = self._executor(self._directory / f"{quote(name, safe='')}{FILE_SUFFIX}")
             coordinator = self._factory(name, sql, LocalAlarm(key, self._alarms))
-            slot = self._slots[name] = _Slot(key, coordinator, sql)
+            slot = self._slots[name] = _Slot(name, key, coordinator, sql)
         return slot
+
+    def _use(self, name: str) -> _Slot:
+        slot = self._slot(name)
+        slot.users += 1
+        self._idle.pop(name, None)
+        return slot
+
+    def _done(self, slot: _Slot) -> None:
+        """The end of a call or tick: the last user closes a dormant coordinator or keeps it idle."""
+        slot.users -= 1
+        if slot.users > 0 or self._max_idle is None or self._slots.get(slot.name) is not slot:
+            return
+        try:
+            if not self._alarm_due(slot) and _dormant(slot.coordinator):
+                self._close_slot(slot)  # F-82: a settled run waits for its sweep alarm, on disk
+            else:
+                self._keep_idle(slot)
+        except Exception:  # the call itself is done: its outcome must reach the caller
+            log.exception("tsumugi: closing or keeping %s failed after its turn", slot.key)
+
+    def _keep_idle(self, slot: _Slot) -> None:
+        if self._max_idle is None:
+            return
+        self._idle[slot.name] = slot
+        self._idle.move_to_end(slot.name)
+        while len(self._idle) > self._max_idle:
+            # Of the oldest few, one without a due alarm: one with a due alarm ticks soon and reopens.
+            oldest = list(islice(self._idle.values(), EVICTION_SCAN))
+            self._close_slot(next((idle for idle in oldest if not self._alarm_due(idle)), oldest[0]))
+
+    def _alarm_due(self, slot: _Slot) -> bool:
+        at_ms = self._alarms.get(slot.key)
+        return at_ms is not None and at_ms <= self._clock.now()
+
+    def _close_slot(self, slot: _Slot) -> None:
+        if self._slots.get(slot.name) is slot:
+            del self._slots[slot.name]
+        self._idle.pop(slot.name, None)
+        close = getattr(slot.sql, "close", None)
+        if callable(close):
+            close()
+        if self._journal is not None and not self._alarm_due(slot):
+            # A future alarm is persisted (ADR-0052); a due one lives in memory, so the name stays.
+            self._journal.closed(slot.key)
+
+
+def _dormant(coordinator: Any) -> bool:
+    """Whether the coordinator says it has nothing to do until a call or its persisted alarm."""
+    dormant = getattr(coordinator, "dormant", None)
+    return bool(dormant()) if callable(dormant) else False

@@ -120,14 +120,14 @@ class LocalShardNamespace:
 
 
 class LocalNamespace:
-    """A Durable Object namespace of any coordinator kind: ``get(name)`` returns its serialised stub."""
+    """A Durable Object namespace of any coordinator kind: ``get(name)`` returns its serialised stub.
+
+    A stub holds nothing but the name, so none is kept: one per run id would grow with every run ever
+    addressed (ADR-0132).
+    """
 
     def __init__(self, coordinators: SerialCoordinators) -> None:
         self.coordinators = coordinators
-        self._stubs: dict[str, SerialStub] = {}
 
     def get(self, name: str) -> SerialStub:
-        stub = self._stubs.get(name)
-        if stub is None:
-            stub = self._stubs[name] = SerialStub(self.coordinators, name)
-        return stub
+        return SerialStub(self.coordinators, name)
