@@ -315,8 +315,11 @@ class SerialCoordinators:
         close = getattr(slot.sql, "close", None)
         if callable(close):
             close()
-        if self._journal is not None and not self._alarm_due(slot):
-            # A future alarm is persisted (ADR-0052); a due one lives in memory, so the name stays.
+        unsynced = getattr(self._alarms, "unsynced", None)
+        only_in_memory = callable(unsynced) and slot.key in unsynced()  # its write failed (ADR-0131)
+        if self._journal is not None and not self._alarm_due(slot) and not only_in_memory:
+            # A future alarm is persisted (ADR-0052); a due one, or one whose write failed, lives in
+            # memory only, so the name stays in the journal and a restart ticks the coordinator.
             self._journal.closed(slot.key)
 
 
