@@ -247,3 +247,15 @@ async def test_routes_match_the_decoded_path(harness: Harness) -> None:
     assert (slashed.status_code, slashed.text) == (404, "404 Not Found")
     assert (not_api.status_code, not_api.text) == (200, UI)
     assert prefixed.status_code == 401
+
+
+@pytest.mark.parametrize("field", ["concurrency", "perKeyConcurrency", "reaperGraceMs"])
+async def test_a_huge_policy_count_is_clamped_to_what_the_stores_hold(harness: Harness, field: str) -> None:
+    # ADR-0133: 2**64 would reach SQL as a parameter Durable Object SQL and D1 refuse.
+    async with harness.client(harness.app()) as client:
+        answer = await client.post(
+            "/api/bindings/MAIL/policy", json={field: 2**64, "rate": {"tokens": 1e300, "intervalMs": 5}}
+        )
+        assert answer.status_code == 200, answer.text
+    patch = next(c[1][1] for c in harness.shards.calls if c[0] == "update_policy")
+    assert patch[field] == MAX_SAFE_INTEGER and patch["rate"] == {"tokens": MAX_SAFE_INTEGER, "intervalMs": 5}

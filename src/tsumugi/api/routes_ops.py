@@ -27,6 +27,7 @@ from tsumugi.api.wire import (
     json_response,
     read_json_body,
 )
+from tsumugi.core.input_bounds import MAX_SAFE_INTEGER
 from tsumugi.errors import MetricsUpstreamError
 from tsumugi.ports import JsonDict
 
@@ -74,7 +75,7 @@ def validate_policy_patch(body: Any) -> JsonDict:
         if name in body:
             if not _is_count(body[name]):
                 raise BodyError(f"{name} must be a non-negative integer")
-            patch[name] = int(body[name])
+            patch[name] = int(min(body[name], MAX_SAFE_INTEGER))  # ADR-0133: what the stores can hold
     for name in _RATE_FIELDS:
         if name in body:
             _check_rate(name, body[name])
@@ -82,7 +83,10 @@ def validate_policy_patch(body: Any) -> JsonDict:
             patch[name] = (
                 None
                 if rate is None
-                else {"tokens": int(rate["tokens"]), "intervalMs": int(rate["intervalMs"])}
+                else {
+                    "tokens": int(min(rate["tokens"], MAX_SAFE_INTEGER)),
+                    "intervalMs": int(min(rate["intervalMs"], MAX_SAFE_INTEGER)),
+                }
             )
     if "agingIntervalMs" in body:
         aging = body["agingIntervalMs"]
