@@ -12,6 +12,7 @@ from typing import Any
 from tsumugi.coordinator.shard_context import ShardContext
 from tsumugi.coordinator.terminal_events import record_terminal_events
 from tsumugi.core.states import assert_transition
+from tsumugi.storage import lane_expressions as lanes
 from tsumugi.storage.job_rows import JobRow
 
 IN_FLIGHT = ("QUEUED", "RUNNING")
@@ -53,7 +54,7 @@ def to_scheduled(
         assignments["priority"] = priority
         assignments["lane_at"] = priority if ready else run_after
     else:
-        assignments["lane_at"] = ("sql", "priority", []) if ready else run_after
+        assignments["lane_at"] = lanes.by_priority() if ready else run_after
     return ctx.jobs.update(job_id, states, now_ms, assignments)
 
 
@@ -67,7 +68,7 @@ def to_queued(ctx: ShardContext, job_id: str, now_ms: int) -> JobRow | None:
             "state": "QUEUED",
             "ready": 0,
             "dispatched_at": now_ms,
-            "lane_at": ("sql", "? + timeout_ms", [now_ms]),
+            "lane_at": lanes.silence_ends_after(now_ms),
         },
     )
 
@@ -82,7 +83,7 @@ def to_queued_many(ctx: ShardContext, job_ids: list[str], now_ms: int) -> dict[s
             "state": "QUEUED",
             "ready": 0,
             "dispatched_at": now_ms,
-            "lane_at": ("sql", "? + timeout_ms", [now_ms]),
+            "lane_at": lanes.silence_ends_after(now_ms),
         },
     )
 
@@ -93,7 +94,7 @@ def to_running(ctx: ShardContext, job_id: str, now_ms: int) -> JobRow | None:
         job_id,
         ("QUEUED",),
         now_ms,
-        {"state": "RUNNING", "lane_at": ("sql", "dispatched_at + timeout_ms", [])},
+        {"state": "RUNNING", "lane_at": lanes.silence_ends_after_dispatch()},
     )
 
 

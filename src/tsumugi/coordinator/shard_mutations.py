@@ -9,6 +9,7 @@ from typing import Any
 
 from tsumugi.coordinator.job_transitions import IN_FLIGHT, to_scheduled, to_terminal
 from tsumugi.coordinator.shard_context import ShardContext
+from tsumugi.storage import lane_expressions as lanes
 
 Result = dict[str, Any]
 GONE: Result = {"ok": False, "reason": "gone"}  # J-131: swept from the shard
@@ -40,7 +41,7 @@ def apply_cancel(ctx: ShardContext, job_id: str, now_ms: int) -> tuple[Result, i
                 job_id,
                 IN_FLIGHT,
                 now_ms,
-                {"cancel_requested_at": now_ms, "lane_at": ("sql", "min(lane_at, ?)", [now_ms])},
+                {"cancel_requested_at": now_ms, "lane_at": lanes.no_later_than(now_ms)},
                 transition=False,
             )
         grace = ctx.settings.policy.reaper_grace_ms

@@ -15,6 +15,7 @@ from tsumugi.core import jsonwire
 from tsumugi.core.outcome import ReportedJob, decide_report, is_stale
 from tsumugi.core.progress import normalize_progress
 from tsumugi.core.states import assert_transition
+from tsumugi.storage import lane_expressions as lanes
 from tsumugi.storage.job_rows import JOB_COLUMNS, JobRow, job_from_row, seq_floor
 
 # Reports of a batch settled in one statement per chunk: 4 parameters a row beside 4 shared ones, within the
@@ -150,12 +151,7 @@ def apply_heartbeat(
         return {"ok": False, "cancelRequested": False}
     assignments: dict[str, Any] = {
         "heartbeat_at": now_ms,
-        "lane_at": (
-            "sql",
-            "CASE WHEN cancel_requested_at IS NULL THEN max(dispatched_at, ?) + timeout_ms "
-            "ELSE min(max(dispatched_at, ?) + timeout_ms, cancel_requested_at) END",
-            [now_ms, now_ms],
-        ),
+        "lane_at": lanes.silence_ends_after_heartbeat(now_ms),
     }
     value = normalize_progress(progress)  # J-67: no progress leaves the stored value
     if value is not None:

@@ -22,6 +22,7 @@ from tsumugi.storage.job_rows import (
     job_from_row,
     seq_floor,
 )
+from tsumugi.storage.lane_expressions import RowExpression
 
 # Columns every new job has; the others are mostly NULL and are left out of its INSERT, since binding a
 # parameter costs more than the column's default (ADR-0120).
@@ -82,9 +83,9 @@ def _assignments(now_ms: int, assignments: Mapping[str, Any], transition: bool) 
         )
     merged.update(assignments)
     for column, value in merged.items():
-        if isinstance(value, tuple) and value and value[0] == "sql":
-            sets.append(f"{column} = {value[1]}")
-            params.extend(value[2])
+        if isinstance(value, RowExpression):
+            sets.append(f"{column} = {value.sql}")
+            params.extend(value.params)
         else:
             sets.append(f"{column} = ?")
             params.append(value)
@@ -191,8 +192,8 @@ class JobStore:
     ) -> JobRow | None:
         """One conditional update (J-92): ``SET ... WHERE id = ? AND state IN (...)``.
 
-        ``assignments`` maps a column to a value, or to a ``("sql", expr, params)`` triple for a SQL
-        expression over the *old* row. A transition also stamps ``updated_at`` and clears the
+        ``assignments`` maps a column to a value, or to a ``RowExpression`` over the *old* row
+        (``lane_expressions``). A transition also stamps ``updated_at`` and clears the
         heartbeat, progress and cancel request (J-69, J-135). Returns the new row, or None if no row
         matched.
         """
