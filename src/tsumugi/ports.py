@@ -9,7 +9,7 @@ Wire shapes (dicts passed across these ports) keep the original camelCase keys (
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
@@ -173,6 +173,3 @@ class PerformerResolver(Protocol):
     """Finds the object that performs a binding's jobs: a local export or a service binding (J-61)."""
 
     def resolve(self, binding: str, env: Any) -> Any | None: ...
-
-
-Snapshot = Mapping[str, Any]

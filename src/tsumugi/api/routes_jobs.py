@@ -20,15 +20,14 @@ from tsumugi.api.shapes import (
     pick,
 )
 from tsumugi.api.wire import error_response, json_response, optional_text, parse_paging, query_bound
+from tsumugi.core.states import RETRYABLE_STATES
 from tsumugi.storage import read_model_jobs as jobs_sql
 from tsumugi.storage.read_model_jobs import JobFilter, JobPage
-
-_RETRYABLE_STATES = ("FAILED", "STALLED")
 
 
 def _retryable(ctx: RequestContext, row: dict[str, Any], now_ms: int) -> bool:
     """A-33: FAILED/STALLED rows inside the binding's failed retention (always, when standalone)."""
-    if row["state"] not in _RETRYABLE_STATES:
+    if row["state"] not in RETRYABLE_STATES:
         return False
     if ctx.options.performers is None:
         return True

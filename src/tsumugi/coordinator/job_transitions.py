@@ -7,15 +7,15 @@ not in one of the source states (the race lost, J-92).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from tsumugi.coordinator.shard_context import ShardContext
 from tsumugi.coordinator.terminal_events import record_terminal_events
-from tsumugi.core.states import assert_transition
+from tsumugi.core.states import IN_FLIGHT_STATES, assert_transition
 from tsumugi.storage import lane_expressions as lanes
 from tsumugi.storage.job_rows import JobRow
 
-IN_FLIGHT = ("QUEUED", "RUNNING")
+IN_FLIGHT: Final = tuple(sorted(IN_FLIGHT_STATES))  # ("QUEUED", "RUNNING")
 
 
 def _checked(from_states: Iterable[str], to_state: str) -> tuple[str, ...]:

@@ -17,7 +17,6 @@ SWEEP_MIN_WAIT_MS: Final = 1000  # J-170: a shard of only failed jobs sleeps ins
 # unless it finishes sooner: a job that settles within it is written to the read model once instead of
 # twice or three times (ADR-0119, ADR-0135; the read model is seconds stale, A-41).
 FIRST_PROJECTION_DELAY_MS: Final = 1000
-RETRY_DELAY_MS: Final = 5000  # a failed delivery is tried again after 5 s, like a failed tick (J-164)
 _DONE: Final = ("COMPLETED", "CANCELLED")
 _FAILED: Final = ("FAILED", "STALLED")
 

@@ -6,8 +6,6 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
-from tsumugi.errors import EnqueueError
-
 # J-100: the default when an enqueue gives no backoff.
 DEFAULT_BACKOFF: Final[dict[str, Any]] = {
     "kind": "exponential",
@@ -28,13 +26,6 @@ class NextAttempt(NamedTuple):
 def js_round(value: float) -> int:
     """JS ``Math.round``: half toward +inf, i.e. ``floor(x + 0.5)`` (J-101), not banker's rounding."""
     return math.floor(value + 0.5)
-
-
-def validate_backoff(backoff: Any) -> dict[str, Any]:
-    """Return ``backoff`` if its ``kind`` is known, else raise (J-29)."""
-    if not isinstance(backoff, Mapping) or backoff.get("kind") not in ("fixed", "exponential"):
-        raise EnqueueError(f"unknown backoff kind: {backoff!r}")
-    return dict(backoff)
 
 
 def base_delay_ms(attempts: int, backoff: Mapping[str, Any]) -> float:

@@ -19,8 +19,6 @@ from typing import Final
 
 from tsumugi.ports import SqlExecutor
 
-SCHEMA_VERSION: Final = 1
-
 SHARD_DDL: Final[tuple[str, ...]] = (
     """CREATE TABLE IF NOT EXISTS job (
   id TEXT PRIMARY KEY NOT NULL,
