@@ -218,11 +218,16 @@ class RunCoordinator:
             if self.store.run() is None:
                 return False
             touched: set[str] = set()
+            settled: dict[str, tuple[str, str, Any, Any]] = {}  # plain settles, written together
             rows = {n.id: n for n in self.store.nodes_by_id({str(e.get("nodeId")) for e in events})}
             for event in events:
-                # A row is used once: a repeated event for the same node re-reads what the first wrote.
-                node = rows.pop(str(event.get("nodeId")), None) or self.store.node(str(event.get("nodeId")))
-                touched |= self._apply_event(event, node, now)
+                node_id = str(event.get("nodeId"))
+                if node_id in settled:  # a repeated event re-reads what the first wrote
+                    self.store.settle_nodes(list(settled.values()), now)
+                    settled.clear()
+                node = rows.pop(node_id, None) or self.store.node(node_id)
+                touched |= self._apply_event(event, node, now, settled)
+            self.store.settle_nodes(list(settled.values()), now)
             if touched:
                 self.snapshot_run()
                 self.snapshot_nodes(touched)
@@ -231,7 +236,9 @@ class RunCoordinator:
         if self.transaction(record):
             await self.arm(now)
 
-    def _apply_event(self, event: JsonDict, node: NodeRow | None, now: int) -> set[str]:
+    def _apply_event(
+        self, event: JsonDict, node: NodeRow | None, now: int, settled: dict[str, tuple[str, str, Any, Any]]
+    ) -> set[str]:
         state = str(event.get("state"))
         if node is None or node.job_id != event.get("jobId") or not is_node_terminal(state):
             return set()  # F-45: unknown node or a stale job from before a resume
@@ -246,9 +253,7 @@ class RunCoordinator:
                 self.store.update_node(node.id, now, state="FAILED", error=spawned, result=None)
                 return touched
             touched |= spawned
-        self.store.update_node(
-            node.id, now, state=state, result=_result_text(event.get("result")), error=event.get("error")
-        )
+        settled[node.id] = (node.id, state, _result_text(event.get("result")), event.get("error"))
         return touched
 
     def _insert_spawns(self, parent: str, spawns: Sequence[Any], now: int) -> set[str] | str:

@@ -52,9 +52,11 @@ def enqueue_batch(ctx: ShardContext, inputs: list[Mapping[str, Any]], now_ms: in
     new_ids: set[str] = set()
     fresh_ids = iter(ids.new_local_ids(len(inputs)))
     expired_swept = False
+    given = [item["id"] for item in inputs if item.get("id") is not None]
+    held = ctx.jobs.existing(given) if given else set()  # J-38: one read for the batch's given ids
     for item in inputs:
         given_id = item.get("id")
-        if given_id is not None and (given_id in new_ids or ctx.jobs.exists(given_id)):
+        if given_id is not None and (given_id in new_ids or given_id in held):
             out.append(given_id)  # J-38: idempotent node enqueue, within the batch too
             continue
         job_id = given_id or id_prefix + next(fresh_ids)

@@ -18,9 +18,9 @@ from tsumugi.core.states import assert_transition
 from tsumugi.storage import lane_expressions as lanes
 from tsumugi.storage.job_rows import JOB_COLUMNS, JobRow, job_from_row, seq_floor
 
-# Reports of a batch settled in one statement per chunk: 4 parameters a row beside 4 shared ones, within the
-# 100 that Durable Object SQL binds (ADR-0136).
-_SETTLE_ROWS = 24
+# Reports of a batch settled in one statement per chunk: 4 parameters a row beside 5 shared ones (3 values
+# and the 2 in-flight states), within the 100 that Durable Object SQL binds (ADR-0136).
+_SETTLE_ROWS = (100 - 5) // 4
 _SETTLE_SQL = (
     "UPDATE job SET state = v.column2, attempts = v.column3, result = v.column4, ready = 0, lane_at = ?, "
     "updated_at = ?, heartbeat_at = NULL, progress = NULL, cancel_requested_at = NULL, "
@@ -57,7 +57,8 @@ def apply_reports(
         effect = decide_report(_reported(job, with_backoff=needs_backoff), outcome, now_ms, ctx.rand())
         if effect is None:
             continue
-        if effect.to_state == "SCHEDULED" or effect.log_state is not None or job["run_id"] is not None:
+        spawning = job["run_id"] is not None and bool(outcome.get("spawns"))
+        if effect.to_state == "SCHEDULED" or effect.log_state is not None or spawning:
             arm_at = apply_report(ctx, job_id, outcome, now_ms, job)  # the rarer paths, one by one
             arms += [arm_at] if arm_at is not None else []
             continue
@@ -84,8 +85,10 @@ def _settle(ctx: ShardContext, settled: list[tuple[str, Any, Mapping[str, Any]]]
         sql = _SETTLE_SQL.format(values=values, columns=", ".join(f"job.{c}" for c in JOB_COLUMNS))
         changed.extend(job_from_row(row) for row in ctx.sql.execute(sql, (*params, *IN_FLIGHT)))
     ctx.jobs.mark_changed_many(changed)
+    run_events: list[tuple[str, dict[str, Any]]] = []
     for job in changed:
-        record_terminal_events(ctx, job, now_ms, error=errors[job["id"]], spawns=None)
+        record_terminal_events(ctx, job, now_ms, error=errors[job["id"]], spawns=None, run_events=run_events)
+    ctx.events.add_run_events(run_events)
 
 
 def apply_report(

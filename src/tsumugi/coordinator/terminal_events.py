@@ -13,14 +13,25 @@ EXPIRED_ERROR = "job expired"  # J-41: the text is undocumented; ours, recorded 
 
 
 def record_terminal_events(
-    ctx: ShardContext, job: JobRow, now_ms: int, *, error: str | None, spawns: list[Any] | None
+    ctx: ShardContext,
+    job: JobRow,
+    now_ms: int,
+    *,
+    error: str | None,
+    spawns: list[Any] | None,
+    run_events: list[tuple[str, dict[str, Any]]] | None = None,
 ) -> None:
-    """Write the run event and the notices of a job that just reached a terminal state."""
+    """Write the run event and the notices of a job that just reached a terminal state.
+
+    With ``run_events``, the run event is appended there for the caller to write with others.
+    """
     state = job["state"]
     failure_target, settled_target = _notice_targets(ctx, job)
     if job["run_id"] is None and failure_target is None and settled_target is None:
         return  # nothing to write, so the last error need not be read (ADR-0105)
-    last_error = error if error is not None else ctx.attempts.last_error(job["id"])
+    # A first attempt that completed has no attempt row to read (J-95 writes one only after a failure).
+    first_success = state == "COMPLETED" and job["attempts"] <= 1
+    last_error = error if error is not None or first_success else ctx.attempts.last_error(job["id"])
     if job["run_id"] is not None:
         event: dict[str, Any] = {
             "nodeId": job["node_id"],
@@ -31,7 +42,10 @@ def record_terminal_events(
         }
         if spawns and state == "COMPLETED":
             event["spawns"] = spawns
-        ctx.events.add_run_event(job["run_id"], event)
+        if run_events is None:
+            ctx.events.add_run_event(job["run_id"], event)
+        else:
+            run_events.append((job["run_id"], event))
     base = {
         "jobId": job["id"],
         "binding": job["binding"],

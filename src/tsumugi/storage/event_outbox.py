@@ -31,6 +31,14 @@ class EventOutbox:
             "INSERT INTO run_notify (run_id, event) VALUES (?, ?)", (run_id, jsonwire.dumps(event))
         )
 
+    def add_run_events(self, events: list[tuple[str, dict[str, Any]]]) -> None:
+        """``add_run_event`` for many events, in order: one ``executemany``."""
+        if events:
+            self.sql.execute_many(
+                "INSERT INTO run_notify (run_id, event) VALUES (?, ?)",
+                [(run_id, jsonwire.dumps(event)) for run_id, event in events],
+            )
+
     def run_events(self, limit: int) -> list[tuple[int, str, dict[str, Any]]]:
         rows = self.sql.execute("SELECT seq, run_id, event FROM run_notify ORDER BY seq LIMIT ?", (limit,))
         return [(int(s), str(r), jsonwire.loads(str(e))) for s, r, e in rows]  # type: ignore[arg-type]

@@ -120,6 +120,16 @@ class JobStore:
     def exists(self, job_id: str) -> bool:
         return bool(self.sql.execute("SELECT 1 FROM job WHERE id = ?", (job_id,)))
 
+    def existing(self, job_ids: list[str]) -> set[str]:
+        """Which of ``job_ids`` the shard holds: one statement per chunk of ids."""
+        found: set[str] = set()
+        for part in chunks(job_ids):
+            marks = ", ".join("?" * len(part))
+            found.update(
+                str(r[0]) for r in self.sql.execute(f"SELECT id FROM job WHERE id IN ({marks})", part)
+            )
+        return found
+
     def count_active(self) -> int:
         rows = self.sql.execute("SELECT count(*) FROM job WHERE state IN ('SCHEDULED', 'QUEUED', 'RUNNING')")
         return int(rows[0][0])  # type: ignore[arg-type]
@@ -201,7 +211,8 @@ class JobStore:
         states = list(from_states)
         marks = ", ".join("?" * len(states))
         rows = self.sql.execute(
-            f"UPDATE job SET {sets} WHERE id = ? AND state IN ({marks}) RETURNING {JOB_SELECT}",
+            # "+state": the id picks the row through the primary key, never the lane index (ADR-0136).
+            f"UPDATE job SET {sets} WHERE id = ? AND +state IN ({marks}) RETURNING {JOB_SELECT}",
             (*params, job_id, *states),
         )
         if not rows:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Final
 
@@ -182,6 +182,21 @@ class RunStore:
         self.sql.execute(f"UPDATE node SET {assignments} WHERE id = ?", [*values.values(), node_id])
         if self._live is not None and "state" in values:
             self._live.set_state(node_id, str(values["state"]))
+
+    def settle_nodes(self, settled: Sequence[tuple[str, str, SqlValue, SqlValue]], now_ms: int) -> None:
+        """``update_node(id, state=, result=, error=)`` for many nodes: one statement per chunk (ADR-0136)."""
+        per_statement = (MAX_BOUND - 1) // 4
+        for start in range(0, len(settled), per_statement):
+            chunk = settled[start : start + per_statement]
+            values = ", ".join(["(?, ?, ?, ?)"] * len(chunk))
+            self.sql.execute(
+                "UPDATE node SET state = v.column2, result = v.column3, error = v.column4, updated_at = ? "
+                f"FROM (VALUES {values}) AS v WHERE node.id = v.column1",
+                [now_ms, *(value for row in chunk for value in row)],
+            )
+        if self._live is not None:
+            for node_id, state, _, _ in settled:
+                self._live.set_state(node_id, state)
 
     def set_job_ids(self, job_ids: Mapping[str, str], now_ms: int) -> None:
         """Store each node's reserved job id, many nodes per statement (F-41)."""
