@@ -22,7 +22,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from tsumugi.api import routes_flows, routes_jobs, routes_mutations, routes_ops
 from tsumugi.api.context import RequestContext
 from tsumugi.api.openapi import openapi_document
-from tsumugi.api.options import RestOptions
+from tsumugi.api.options import RestOptions, RuntimeGauges
+from tsumugi.api.prometheus import METRICS_PATH, PrometheusEndpoint
 from tsumugi.api.wire import (
     HTML_MEDIA_TYPE,
     TEXT_MEDIA_TYPE,
@@ -153,6 +154,12 @@ class RestPipeline:
     def __init__(self, options: RestOptions) -> None:
         self.options = options
         self.gate = MigrationGate(options.clock.now)
+        self.prometheus = PrometheusEndpoint()
+
+    def _runtime_gauges(self, path: str, env: Any) -> RuntimeGauges | None:
+        """ADR-0139: ``/metrics`` is guarded like ``/api`` where a runtime offers gauges, else unknown."""
+        resolve = self.options.prometheus
+        return resolve(env) if path == METRICS_PATH and resolve is not None else None
 
     def _html(self) -> Response | None:
         ui = self.options.ui
@@ -164,10 +171,11 @@ class RestPipeline:
             return PlainTextResponse("not found", status_code=404, media_type=TEXT_MEDIA_TYPE)  # A-12
         path = routing_path(_raw_path(request))
         method = "GET" if request.method == "HEAD" else request.method
-        if not is_api_path(path):
+        env = request_env(request, options)
+        gauges = self._runtime_gauges(path, env)
+        if gauges is None and not is_api_path(path):
             html = self._html() if method == "GET" else None  # A-17: no auth, no migration check
             return html or not_found_text()
-        env = request_env(request, options)
         if options.check_bindings is not None:
             report = options.check_bindings(env)
             if report is not None:  # A-13: before auth
@@ -180,6 +188,8 @@ class RestPipeline:
         status = await self.gate.check(options.database(env))
         if status.kind != "ok":
             return error_response(status.error_message(), 503)  # A-16
+        if gauges is not None:  # ADR-0139: other methods end as A-18's unknown paths
+            return await self.prometheus.serve(options, env, gauges) if method == "GET" else not_found_text()
         matched = match_route(method, path)
         if matched is None:
             html = self._html() if method == "GET" else None  # A-17, A-18

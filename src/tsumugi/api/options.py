@@ -13,6 +13,8 @@ from tsumugi.clock import Clock, SystemClock
 from tsumugi.ports import JsonDict, ShardNamespace, SqlDatabase
 
 DEFAULT_FAILED_RETENTION_MS = 604_800_000  # 7 days (jobs.md 10.2)
+# ADR-0139: the env binding through which a runtime offers ``RuntimeGauges``; only the local runtime binds it.
+RUNTIME_GAUGES_BINDING = "TSUMUGI_PROMETHEUS"
 
 
 class AuthMiddleware(Protocol):
@@ -28,6 +30,19 @@ class MetricsReader(Protocol):
     """
 
     async def read(self, hours: int, binding: str | None) -> JsonDict: ...
+
+
+class RuntimeGauges(Protocol):
+    """What a runtime adds to ``GET /metrics`` (ADR-0139): what only it can read, and since when it counts."""
+
+    @property
+    def started_at_ms(self) -> int:
+        """The runtime's start: the ``tsumugi_*_total`` counters count metric points from this instant."""
+        ...
+
+    def queue_depth(self) -> int:
+        """Messages in the runtime's dispatch queue, leased or waiting."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -77,6 +92,8 @@ class RestOptions:
         metrics: ``env -> MetricsReader | None``, evaluated per request; None -> 501 (A-24).
         check_bindings: ``env -> MissingBindingsReport | None``; None = standalone, no check (A-19).
         ui: returns the dashboard HTML; None -> no fallback (A-17).
+        prometheus: ``env -> RuntimeGauges | None``, evaluated per request; with gauges ``GET /metrics`` is
+            served behind the API's pipeline, else ``/metrics`` is an unknown path (ADR-0139).
     """
 
     auth: AuthMiddleware | None
@@ -90,6 +107,7 @@ class RestOptions:
     metrics: Callable[[Any], MetricsReader | None] | None = None
     check_bindings: Callable[[Any], MissingBindingsReport | None] | None = None
     ui: Callable[[], str] | None = None
+    prometheus: Callable[[Any], RuntimeGauges | None] | None = None
     env: Any = None
     database: Callable[[Any], SqlDatabase] = field(default=_env_attr("TSUMUGI_DB"))
     shards: Callable[[Any], ShardNamespace] = field(default=_env_attr("JOB_SHARD"))

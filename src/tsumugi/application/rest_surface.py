@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tsumugi.api import BindingOptions, MetricsReader, MissingBindingsReport, RestOptions, create_rest_app
+from tsumugi.api.options import RUNTIME_GAUGES_BINDING, RuntimeGauges
 from tsumugi.client import env_binding
 from tsumugi.clock import Clock
 from tsumugi.projection import LocalMetricsReader
@@ -17,7 +18,7 @@ from tsumugi.ui import dashboard_html
 if TYPE_CHECKING:
     from tsumugi.application.tsumugi import Tsumugi
 
-__all__ = ["build_rest_app", "metrics_resolver", "rest_options"]
+__all__ = ["build_rest_app", "metrics_resolver", "rest_options", "runtime_gauges"]
 
 MetricsResolver = Callable[[Any], MetricsReader | None]
 
@@ -43,6 +44,7 @@ def rest_options(app: Tsumugi, env: Any) -> RestOptions:
         metrics=metrics_resolver(app.metrics, app.clock),
         check_bindings=lambda request_env: _missing_report(app, request_env),
         ui=_dashboard(app.ui, app.auth),
+        prometheus=runtime_gauges,
         env=env,
         clock=app.clock,
     )
@@ -64,6 +66,16 @@ def metrics_resolver(resolve: Callable[[Any], Any] | None, clock: Clock) -> Metr
         return LocalMetricsReader(db, clock) if getattr(db, "holds_metrics", False) else None
 
     return reader
+
+
+def runtime_gauges(env: Any) -> RuntimeGauges | None:
+    """ADR-0139: ``GET /metrics`` is served where the runtime binds its gauges (the local runtime does);
+    on a Worker nothing binds them, so ``/metrics`` stays an unknown path."""
+    found = env_binding(env, RUNTIME_GAUGES_BINDING)
+    if not callable(getattr(found, "queue_depth", None)):
+        return None  # absent, or a var of that name: not a runtime's gauges
+    gauges: RuntimeGauges = found
+    return gauges
 
 
 def build_rest_app(app: Tsumugi, env: Any) -> ASGIApp:

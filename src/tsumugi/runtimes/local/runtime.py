@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from tsumugi.api.options import RUNTIME_GAUGES_BINDING
 from tsumugi.clock import Clock, SystemClock
 from tsumugi.errors import StateDirError
 from tsumugi.ports import AlarmPort, SqlExecutor
@@ -34,6 +35,7 @@ from tsumugi.runtimes.local.queue_consumer import (
     LocalMessage,
     QueueConsumer,
 )
+from tsumugi.runtimes.local.runtime_gauges import LocalRuntimeGauges
 from tsumugi.runtimes.local.serial_coordinators import CoordinatorFactory, SerialCoordinators
 from tsumugi.runtimes.local.shard_namespace import LocalNamespace, LocalShardNamespace
 
@@ -136,6 +138,7 @@ class LocalRuntime:
             "JOB_SHARD": self.shard_namespace,
             "TSUMUGI_QUEUE": self.queue,
             "TSUMUGI_DB": self.read_model,
+            RUNTIME_GAUGES_BINDING: LocalRuntimeGauges(self.queue, self.clock.now()),  # ADR-0139: /metrics
         }
         for binding, (kind, factory) in wiring.namespaces(self).items():
             coordinators = SerialCoordinators(
