@@ -1,4 +1,10 @@
-"""The shipped test harness: fakes, helpers and simulators for code built on Tsumugi."""
+"""The shipped test harness: fakes, helpers and simulators for code built on Tsumugi.
+
+The chaos simulator's names (``ChaosReport``, ``FaultSchedule``, ...) load ``tsumugi.testing.chaos``,
+and with it the local runtime, only when first used: a performer's unit test stays light.
+"""
+
+from typing import TYPE_CHECKING, Any
 
 from tsumugi.core.flow.advance import advance, is_node_terminal
 from tsumugi.testing.context import (
@@ -11,8 +17,28 @@ from tsumugi.testing.context import (
 from tsumugi.testing.pure_functions import JobView, next_attempt, schedule
 from tsumugi.testing.simulate import SimulatedNode, SimulationResult, simulate_flow
 
+if TYPE_CHECKING:
+    from tsumugi.testing.chaos import (
+        Chaos,
+        ChaosFailure,
+        ChaosFailureError,
+        ChaosOutcome,
+        ChaosReport,
+        ChaosSession,
+        Fault,
+        FaultSchedule,
+    )
+
 __all__ = [
     "DEFAULT_TEST_JOB_ID",
+    "Chaos",
+    "ChaosFailure",
+    "ChaosFailureError",
+    "ChaosOutcome",
+    "ChaosReport",
+    "ChaosSession",
+    "Fault",
+    "FaultSchedule",
     "JobView",
     "SimulatedNode",
     "SimulationResult",
@@ -26,3 +52,24 @@ __all__ = [
     "schedule",
     "simulate_flow",
 ]
+
+_CHAOS_NAMES = frozenset(
+    {
+        "Chaos",
+        "ChaosFailure",
+        "ChaosFailureError",
+        "ChaosOutcome",
+        "ChaosReport",
+        "ChaosSession",
+        "Fault",
+        "FaultSchedule",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CHAOS_NAMES:
+        from tsumugi.testing import chaos
+
+        return getattr(chaos, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,161 @@
+"""Where faults enter: the consumer's handler, the shard stubs it calls, the performers, the coordinators.
+
+None of these changes engine code; each wraps what the local runtime already lets a caller supply:
+
+* ``ChaosApp`` is the app ``LocalRuntime`` hosts: its ``queue`` is the consumer's handler, so it sees
+  every delivery (``redeliver``, ``clock_jump``) and hands the engine's consumer an ``env`` whose
+  ``JOB_SHARD`` is a ``ChaosShardNamespace``.
+* ``ChaosShardStub`` is what that consumer reports, heartbeats and claims through (``lose_report``,
+  ``crash_before_report``, ``heartbeat_stop``).
+* ``perform_hook.ChaosPerform`` hooks the ``perform`` of what the app's resolver returns
+  (``crash_before_perform``, ``timeout``, ``heartbeat_stop``) and records every attempt.
+* ``ChaosCoordinator`` wraps what the wiring builds, so a tick can die half-way (``restart_mid_tick``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from tsumugi.ports import JsonDict
+from tsumugi.runtimes.local.local_env import LocalEnv
+from tsumugi.testing.chaos.injector import Injector
+from tsumugi.testing.chaos.sim_clock import SimulatedClock
+from tsumugi.testing.faults import IO_ERROR
+
+__all__ = ["ChaosApp", "ChaosCoordinator", "ChaosShardNamespace", "ChaosShardStub", "Host"]
+
+
+class Host(Protocol):
+    """What the seams need of the simulation that owns them."""
+
+    injector: Injector
+    clock: SimulatedClock
+    deliveries_open: asyncio.Event
+
+    async def jump(self, ms: int) -> None:
+        """Move the clock ``ms`` forward and fire what falls due, as time passing would."""
+        ...
+
+
+class ChaosApp:
+    """The app ``LocalRuntime`` hosts: the user's app, whose consumer handler faults pass through."""
+
+    def __init__(self, inner: Any, host: Host, generation: int) -> None:
+        self._inner = inner
+        self._host = host
+        self._generation = generation
+        self._env: LocalEnv | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)  # definition, flows, schedules, binding settings, ...
+
+    async def queue(self, batch: Any, env: Any, ctx: Any = None) -> None:
+        host, injector = self._host, self._host.injector
+        await host.deliveries_open.wait()  # held while the scenario enqueues, the same in every run
+        messages: Sequence[Any] = list(getattr(batch, "messages", batch))
+        again: list[Any] = []
+        for message in messages:
+            body = message.body
+            job_id = str(body.get("jobId")) if isinstance(body, Mapping) else "?"
+            if isinstance(body, Mapping) and body.get("claimRequired"):
+                injector.at_most_once.add(job_id)
+            fired = injector.hit("delivery", job_id)
+            if "redeliver" in fired:
+                again.append(message)
+            if "clock_jump" in fired and injector.alive(self._generation):
+                await host.jump(fired["clock_jump"].param)  # the message waited that long to arrive
+        await self._inner.queue(messages, self._chaos_env(env), ctx)
+        if injector.alive(self._generation):
+            for message in again:
+                message.retry()  # after its ack: the queue delivers it once more (at-least-once)
+
+    def _chaos_env(self, env: Any) -> LocalEnv:
+        if self._env is None:
+            bindings = dict(vars(env))
+            bindings["JOB_SHARD"] = ChaosShardNamespace(env.JOB_SHARD, self._host.injector, self._generation)
+            self._env = LocalEnv(bindings)
+        return self._env
+
+
+class ChaosShardNamespace:
+    """``env.JOB_SHARD`` as the consumer sees it: stubs that may lose or never send what it sends."""
+
+    def __init__(self, inner: Any, injector: Injector, generation: int) -> None:
+        self._inner = inner
+        self._injector = injector
+        self._generation = generation
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def get(self, name: str) -> ChaosShardStub:
+        return ChaosShardStub(self._inner.get(name), self._injector, self._generation)
+
+
+class ChaosShardStub:
+    """A shard stub whose ``report``, ``heartbeat`` and ``claim`` go through the injector."""
+
+    def __init__(self, inner: Any, injector: Injector, generation: int) -> None:
+        self._inner = inner
+        self._injector = injector
+        self._generation = generation
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def report(self, job_id: str, outcome: JsonDict) -> None:
+        injector = self._injector
+        if not injector.alive(self._generation):
+            await injector.hang()
+        attempt, ok = outcome.get("attempt"), bool(outcome.get("ok"))
+        fired = injector.hit("report", job_id)
+        seq = injector.seq
+        if "crash_before_report" in fired:
+            injector.reported(job_id, attempt, ok, seq, delivered=False)
+            injector.crash(f"crash between perform and report of {job_id}")
+            await injector.hang()
+        if "lose_report" in fired:
+            injector.reported(job_id, attempt, ok, seq, delivered=False)
+            return  # lost on the way: the consumer believes it was sent (J-118)
+        await self._inner.report(job_id, outcome)
+        injector.reported(job_id, attempt, ok, seq, delivered=True)
+
+    async def heartbeat(self, job_id: str, progress: Any = None, attempt: int | None = None) -> Any:
+        if not self._injector.alive(self._generation):
+            await self._injector.hang()
+        if self._injector.silenced(job_id, attempt):
+            raise ConnectionError(f"chaos: the heartbeat of {job_id} was lost")  # swallowed (J-65)
+        return await self._inner.heartbeat(job_id, progress, attempt)
+
+    async def claim(self, job_id: str) -> bool:
+        if not self._injector.alive(self._generation):
+            await self._injector.hang()
+        return bool(await self._inner.claim(job_id))
+
+
+class ChaosCoordinator:
+    """A coordinator (job shard, run, scheduler) whose alarm tick the process may die in."""
+
+    def __init__(self, inner: Any, name: str, injector: Injector) -> None:
+        self._inner = inner
+        self._name = name
+        self._injector = injector
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def alarm(self) -> None:
+        injector = self._injector
+        fired = injector.hit("tick", self._name)
+        crash = fired.get("restart_mid_tick")
+        if crash is None or injector.crash_reason is not None:
+            await self._inner.alarm()
+            return
+        # From the tick's param-th write on, nothing reaches any disk: the process died there.
+        injector.faults.fail(IO_ERROR, nth=max(1, crash.param), times=None)
+        try:
+            await self._inner.alarm()
+        finally:
+            injector.crash(f"restart in the middle of a tick of {self._name}")
