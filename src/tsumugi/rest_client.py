@@ -18,6 +18,8 @@ from pydantic import BaseModel
 from tsumugi.api import models
 from tsumugi.errors import TsumugiError
 
+__all__ = ["DEFAULT_TIMEOUT_S", "AsyncTsumugiClient", "RestApiError", "TsumugiClient"]
+
 M = TypeVar("M", bound=BaseModel)
 Parse = Any  # a model class, or None for a raw mutation dict
 DEFAULT_TIMEOUT_S = 30.0

@@ -1,15 +1,18 @@
-"""Running ``tsumugi`` in a temporary directory, and a fake wrangler that records its calls."""
+"""Running ``tsumugi`` in a temporary directory, a fake wrangler that records its calls, and a real
+``tsumugi dev`` serving ``operator_app.py`` for the operator commands."""
 
 from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tests.dev_child import DevProcess
 
 from tsumugi.cli.main import main
 
@@ -43,6 +46,7 @@ def tsumugi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capt
     """``tsumugi(*argv)`` runs the CLI in ``tmp_path`` and returns exit code, stdout and stderr."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("TSUMUGI_TOKEN", raising=False)
+    monkeypatch.delenv("TSUMUGI_URL", raising=False)
     monkeypatch.setenv("TSUMUGI_WRANGLER", "false-wrangler-never-called")
 
     def run(*argv: str) -> Outcome:
@@ -81,3 +85,32 @@ def fake_wrangler(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     script = fake.folder / "wrangler.py"
     monkeypatch.setenv("TSUMUGI_WRANGLER", f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}")
     return fake
+
+
+OPERATOR_TOKEN = "cli-operator-token"
+
+
+@pytest.fixture(scope="module")
+def operator_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevProcess]:
+    """``tsumugi dev myapp:tsumugi`` in a folder holding ``myapp.py`` (a copy of ``operator_app.py``).
+
+    PYTHONSAFEPATH keeps ``python -m`` from putting that folder on ``sys.path`` itself, as the ``tsumugi``
+    console script does not: the module is found only because ``tsumugi dev`` puts it there.
+    """
+    folder = tmp_path_factory.mktemp("operator")
+    shutil.copy(Path(__file__).with_name("operator_app.py"), folder / "myapp.py")
+    env = {"TSUMUGI_TOKEN": OPERATOR_TOKEN, "PYTHONSAFEPATH": "1"}
+    dev = DevProcess("myapp:tsumugi", folder / "state", env)
+    yield dev
+    code, output = dev.terminate()
+    assert code == 0, output
+
+
+@pytest.fixture
+def operator(tsumugi: Tsumugi, operator_server: DevProcess) -> Tsumugi:
+    """``operator(*argv)``: ``tsumugi *argv --url <the server> --token <its token>``."""
+
+    def run(*argv: str) -> Outcome:
+        return tsumugi(*argv, "--url", operator_server.url, "--token", OPERATOR_TOKEN)
+
+    return run

@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
+from tests.dev_child import DevProcess, free_port, wait_for
 
 from tsumugi.clock import FixedClock
 from tsumugi.ports import AlarmPort, SqlExecutor
@@ -137,70 +131,9 @@ def recording_coordinator() -> type[RecordingCoordinator]:
 
 
 # --------------------------------------------------------------------------- `tsumugi dev` as a child process
-STARTUP_DEADLINE_S = 30.0  # generous: a cold interpreter imports starlette, uvicorn and the engine
-POLL_INTERVAL_S = 0.05
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def wait_for(condition: Callable[[], Any], deadline_s: float, what: str) -> Any:
-    """Poll ``condition`` until it returns something truthy; fail with ``what`` after ``deadline_s``."""
-    give_up_at = time.monotonic() + deadline_s
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > give_up_at:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(POLL_INTERVAL_S)  # noqa: sleep-ok  (polling a child process with a deadline)
-
-
-class DevProcess:
-    """One `tsumugi dev` child on a free port; ``url`` once it answers /healthz."""
-
-    def __init__(
-        self, app: str | None, state_dir: Path, env: dict[str, str], port: int | None = None
-    ) -> None:
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        args = [sys.executable, "-m", "tsumugi.cli.main", "dev"]
-        args += [app] if app else []
-        args += ["--port", str(self.port), "--state-dir", str(state_dir)]
-        self.process = subprocess.Popen(
-            args,
-            env={**os.environ, **env},
-            cwd=state_dir.parent,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        wait_for(self._healthy, STARTUP_DEADLINE_S, f"tsumugi dev on port {self.port}")
-
-    def client(self, token: str | None = None) -> httpx.Client:
-        headers = {"authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=10)
-
-    def kill(self) -> None:
-        self.process.kill()  # SIGKILL: no cleanup at all, like a crash
-        self.process.communicate(timeout=10)  # reap it and close the pipe
-
-    def terminate(self, signum: int = signal.SIGTERM) -> tuple[int, str]:
-        self.process.send_signal(signum)
-        output, _ = self.process.communicate(timeout=30)
-        return self.process.returncode, output
-
-    def _healthy(self) -> bool:
-        if self.process.poll() is not None:
-            output = self.process.stdout.read() if self.process.stdout else ""
-            raise AssertionError(f"tsumugi dev exited with {self.process.returncode}:\n{output}")
-        try:
-            return httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
+# DevProcess, free_port and wait_for live in tests/dev_child.py (the CLI's tests use them too); they are
+# re-exported here for the tests that import them from this module.
+__all__ = ["DevProcess", "free_port", "wait_for"]
 
 
 @pytest.fixture
