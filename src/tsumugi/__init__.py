@@ -35,7 +35,7 @@ if TYPE_CHECKING:
         shard_name,
         shard_name_of,
     )
-    from tsumugi.core.options import EnqueueInput
+    from tsumugi.core.options import EnqueueInput, EnqueueOptions
     from tsumugi.core.schedules import ScheduleContext, next_occurrence, normalize_schedules
     from tsumugi.core.states import JobState
     from tsumugi.errors import (
@@ -45,12 +45,15 @@ if TYPE_CHECKING:
         InvalidCronError,
         InvalidFlowError,
         InvalidJobIdError,
+        InvalidPayloadError,
+        InvalidPerformerError,
         InvalidRunIdError,
         InvalidScheduleError,
         InvalidTransitionError,
         MissingBindingsError,
         PermanentFailure,
         RequiredKeyError,
+        ResultNotJsonError,
         RetryAfter,
         TsumugiError,
         TsumugiTimeoutError,
@@ -77,6 +80,7 @@ _ORIGINS: dict[str, str] = {
     "parse_cron": "tsumugi.core.cron",
     "JobState": "tsumugi.core.states",
     "EnqueueInput": "tsumugi.core.options",
+    "EnqueueOptions": "tsumugi.core.options",
     "create_flow": "tsumugi.flows",
     **dict.fromkeys(
         (
@@ -103,12 +107,15 @@ _ORIGINS: dict[str, str] = {
             "InvalidCronError",
             "InvalidFlowError",
             "InvalidJobIdError",
+            "InvalidPayloadError",
+            "InvalidPerformerError",
             "InvalidRunIdError",
             "InvalidScheduleError",
             "InvalidTransitionError",
             "MissingBindingsError",
             "PermanentFailure",
             "RequiredKeyError",
+            "ResultNotJsonError",
             "RetryAfter",
             "TsumugiError",
             "TsumugiTimeoutError",
@@ -123,6 +130,7 @@ __all__ = [
     "ConfigurationError",
     "EnqueueError",
     "EnqueueInput",
+    "EnqueueOptions",
     "ExponentialBackoff",
     "FixedBackoff",
     "FixedClock",
@@ -132,6 +140,8 @@ __all__ = [
     "InvalidCronError",
     "InvalidFlowError",
     "InvalidJobIdError",
+    "InvalidPayloadError",
+    "InvalidPerformerError",
     "InvalidRunIdError",
     "InvalidScheduleError",
     "InvalidTransitionError",
@@ -144,6 +154,7 @@ __all__ = [
     "Policy",
     "Rate",
     "RequiredKeyError",
+    "ResultNotJsonError",
     "RetryAfter",
     "RunSettings",
     "ScheduleContext",

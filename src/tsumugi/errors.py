@@ -9,9 +9,12 @@ The tree::
     ├── ConfigurationError         define_tsumugi() or a binding config is invalid (J-204)
     │   ├── MissingBindingsError   the wrangler configuration is incomplete (J-205, J-206)
     │   ├── InvalidConfigError     a policy, backoff, binding or notice config is malformed (+ValueError)
-    │   └── InvalidScheduleError   a schedule definition is invalid (S-2, +ValueError)
+    │   ├── InvalidScheduleError   a schedule definition is invalid (S-2, +ValueError)
+    │   └── InvalidPerformerError  a performers entry is not a Performer subclass (ADR-0140, +TypeError)
     ├── EnqueueError               an enqueue input is invalid (J-29, +ValueError)
-    │   └── PayloadTooLargeError   a payload's JSON is over the dispatch message limit (ADR-0133)
+    │   ├── PayloadTooLargeError   a payload's JSON is over the dispatch message limit (ADR-0133)
+    │   └── InvalidPayloadError    a payload does not match its performer's payload type (ADR-0140)
+    ├── ResultNotJsonError         perform returned a value that is not JSON (ADR-0140, +TypeError)
     ├── RequiredKeyError           a performer's required key is missing (J-70, +TypeError)
     ├── PerformerSignal            raised by a performer to steer its own retry (J-76)
     │   ├── PermanentFailure       fail now, whatever attempts remain
@@ -172,3 +175,24 @@ class PayloadTooLargeError(EnqueueError):
 
 class StorageFullError(TsumugiError):
     """A write failed because the database or the disk under it is full; the write changed nothing."""
+
+
+# --------------------------------------------------------------------------- typed performers (ADR-0140)
+class InvalidPerformerError(ConfigurationError, TypeError):
+    """A ``performers`` entry is neither a ``Performer`` subclass nor a ``remote(...)`` marker."""
+
+
+class InvalidPayloadError(EnqueueError):
+    """A payload does not match its performer's payload type; nothing was enqueued.
+
+    ``issues`` lists ``(field, problem)`` pairs, the field written like ``items[0].name``. Raised when
+    a job is enqueued and, for a payload that reached the shard another way, when it is performed.
+    """
+
+    def __init__(self, message: str, issues: tuple[tuple[str, str], ...] = ()) -> None:
+        super().__init__(message)
+        self.issues = issues
+
+
+class ResultNotJsonError(TsumugiError, TypeError):
+    """``perform`` returned a value that cannot be stored as JSON; the attempt fails with this error."""

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, overload
@@ -22,7 +23,8 @@ from tsumugi.core.flow.ids import validate_node_id
 from tsumugi.core.flow.model import ConcurrencyKey, Flow, Mapper, NodeKind, NodeSpec, validate_deadline_ms
 from tsumugi.core.flow.node_options import job_options, refuse_unique_key, trigger_of
 from tsumugi.core.flow.validation import validate_flows
-from tsumugi.errors import InvalidFlowError
+from tsumugi.errors import EnqueueError, InvalidFlowError
+from tsumugi.performer import performer_defaults_wire
 
 __all__ = ["Flow", "FlowBuilder", "FlowFactory", "NodeRef", "create_flow", "validate_flows"]
 
@@ -183,8 +185,23 @@ class FlowBuilder:
             raise InvalidFlowError(f"concurrency_key must be a string or a function: {spec.id}")
         if spec.kind is not NodeKind.SUBFLOW:
             self._check_performer(spec)
+            spec = self._with_class_defaults(spec)
         self._nodes[spec.id] = spec
         return NodeRef(spec.id)
+
+    def _with_class_defaults(self, spec: NodeSpec) -> NodeSpec:
+        """ADR-0141: the performer's class-attribute job options, under the node's own."""
+        entry = self._performers.get(spec.binding)
+        cls = entry if isinstance(entry, type) else getattr(entry, "performer", None)
+        if not isinstance(cls, type):
+            return spec
+        try:
+            defaults = performer_defaults_wire(cls)
+        except EnqueueError as error:
+            raise InvalidFlowError(f"invalid job option in node {spec.id}: {error}") from None
+        if not defaults:
+            return spec
+        return dataclasses.replace(spec, options={**defaults, **spec.options})
 
     def _check_performer(self, spec: NodeSpec) -> None:
         """F-14: a node can never set unique_key; a required concurrency_key must be given."""

@@ -3,14 +3,37 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final, Generic, Literal
+
+from typing_extensions import TypeVar
 
 from tsumugi.clock import Clock, SystemClock
+from tsumugi.core.config import ExponentialBackoff, FixedBackoff
 from tsumugi.core.flow.ids import validate_node_id
+from tsumugi.core.options import to_wire_input
+from tsumugi.errors import InvalidPerformerError
 
-__all__ = ["HeartbeatResult", "JobContext", "Performer", "SpawnRequest", "remote"]
+__all__ = [
+    "DEFAULT_OPTION_NAMES",
+    "HeartbeatResult",
+    "JobContext",
+    "Performer",
+    "SpawnRequest",
+    "describe_entry",
+    "is_remote",
+    "performer_defaults",
+    "performer_defaults_wire",
+    "remote",
+]
+
+# The type parameters of Performer; a class that gives none is Performer[Any, Any] (ADR-0140).
+Payload = TypeVar("Payload", default=Any)
+Result = TypeVar("Result", default=Any)
+
+# ADR-0141: the enqueue options a performer class may default; the caller's value always wins.
+DEFAULT_OPTION_NAMES: Final = ("max_attempts", "timeout_ms", "backoff", "guarantee", "priority")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,21 +111,54 @@ class JobContext:
         return asyncio.timeout(max(0, self.remaining_ms()) / 1000)
 
 
-class Performer:
+class Performer(Generic[Payload, Result]):
     """Base class of job code. Subclass it and implement ``async def perform(self, payload, ctx)``.
 
-    ``requires`` names the enqueue keys the typed paths insist on (J-70), e.g.
+    ``class SendMail(Performer[MailIn, MailOut])`` declares the payload and result types (the
+    annotations of ``perform`` do too): pydantic models, dataclasses, TypedDicts or JSON types. A payload
+    is checked against its type when the job is enqueued and arrives decoded into it; a returned model or
+    dataclass is stored as its JSON. Without types, payloads and results are plain JSON values.
+
+    Class attributes set the job options of every enqueue that does not give its own:
+    ``max_attempts``, ``timeout_ms``, ``backoff``, ``guarantee`` and ``priority``. With
+    ``cancel_on_timeout = True`` the attempt's coroutine is cancelled when its timeout fires; by default
+    it runs on and its outcome is discarded. ``requires`` names the keys every enqueue must carry, e.g.
     ``requires = frozenset({"concurrency_key"})``.
     """
 
     requires: ClassVar[frozenset[str]] = frozenset()
+    max_attempts: ClassVar[int | None] = None
+    timeout_ms: ClassVar[int | None] = None
+    backoff: ClassVar[FixedBackoff | ExponentialBackoff | Mapping[str, Any] | None] = None
+    guarantee: ClassVar[Literal["at-least-once", "at-most-once"] | None] = None
+    priority: ClassVar[float | None] = None
+    cancel_on_timeout: ClassVar[bool] = False
 
     def __init__(self, ctx: Any = None, env: Any = None) -> None:
         self.ctx = ctx
         self.env = env
 
-    async def perform(self, payload: Any, ctx: JobContext) -> Any:
+    async def perform(self, payload: Payload, ctx: JobContext) -> Result:
         raise NotImplementedError(f"{type(self).__name__}.perform is not implemented")
+
+
+def performer_defaults(performer: type[Any]) -> dict[str, Any]:
+    """The job options ``performer`` sets as class attributes, by snake_case name (None means unset)."""
+    found: dict[str, Any] = {}
+    for name in DEFAULT_OPTION_NAMES:
+        value = getattr(performer, name, None)
+        if value is not None:
+            found[name] = value
+    return found
+
+
+def performer_defaults_wire(performer: type[Any]) -> dict[str, Any]:
+    """The class defaults as the camelCase options a node job or spawn carries; ``EnqueueError`` if bad."""
+    defaults = performer_defaults(performer)
+    if not defaults:
+        return {}
+    wire = to_wire_input({"binding": "defaults", "payload": None, **defaults})  # J-29 rules
+    return {key: value for key, value in wire.items() if key not in ("binding", "payload")}
 
 
 class _Remote:
@@ -110,7 +166,11 @@ class _Remote:
 
     __slots__ = ("performer",)
 
-    def __init__(self, performer: type[Performer] | None) -> None:
+    def __init__(self, performer: type[Performer[Any, Any]] | None) -> None:
+        if performer is not None and not (isinstance(performer, type) and issubclass(performer, Performer)):
+            raise InvalidPerformerError(
+                f"remote() takes a Performer subclass or nothing, got {describe_entry(performer)}"
+            )
         self.performer = performer
 
     def __repr__(self) -> str:
@@ -118,6 +178,22 @@ class _Remote:
         return f"remote({name})"
 
 
-def remote(performer: type[Performer] | None = None) -> Any:
+def remote(performer: type[Performer[Any, Any]] | None = None) -> Any:
     """The ``performers`` entry for a performer served by another Worker (J-62)."""
     return _Remote(performer)
+
+
+def is_remote(entry: Any) -> bool:
+    """True for what ``remote(...)`` returns."""
+    return isinstance(entry, _Remote)
+
+
+def describe_entry(entry: Any) -> str:
+    """How an error names something given where a Performer subclass belongs."""
+    if isinstance(entry, type):
+        return f"the class {entry.__name__}"
+    if isinstance(entry, Performer):
+        return f"an instance of {type(entry).__name__}"
+    if callable(entry):
+        return f"the function {getattr(entry, '__name__', repr(entry))}"
+    return f"a {type(entry).__name__}"

@@ -86,7 +86,7 @@ def serve(app: Any) -> Iterator[str]:
     while not server.started:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("uvicorn did not start")
-        time.sleep(0.01)  # noqa: sleep-ok  (waiting for uvicorn to bind, bounded by a deadline)
+        time.sleep(0.01)  # sleep-ok: waiting for uvicorn to bind, bounded by a deadline
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
@@ -140,7 +140,7 @@ def serve_runtime(state_dir: Path) -> Iterator[str]:
         servers.append(server)
         serving = asyncio.ensure_future(server.serve(sockets=[sock]))
         while not server.started and not serving.done():
-            await asyncio.sleep(0.01)  # noqa: sleep-ok  (uvicorn binding, in its own loop)
+            await asyncio.sleep(0.01)  # sleep-ok: uvicorn binding, in its own loop
         ready.set()
         try:
             await serving

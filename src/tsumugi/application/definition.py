@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -19,7 +21,22 @@ from tsumugi.core.flow.validation import validate_flows
 from tsumugi.core.ids import validate_binding
 from tsumugi.core.options import OnEnqueue
 from tsumugi.core.schedules import ScheduleDef, normalize_schedules
-from tsumugi.errors import ConfigurationError, InvalidJobIdError, InvalidScheduleError
+from tsumugi.errors import (
+    ConfigurationError,
+    EnqueueError,
+    InvalidConfigError,
+    InvalidJobIdError,
+    InvalidPerformerError,
+    InvalidScheduleError,
+)
+from tsumugi.payloads import types_of
+from tsumugi.performer import (
+    Performer,
+    describe_entry,
+    is_remote,
+    performer_defaults,
+    performer_defaults_wire,
+)
 from tsumugi.ports import JsonDict
 
 __all__ = ["CONFIG_KEYS", "TsumugiDefinition", "parse_definition"]
@@ -57,6 +74,26 @@ class TsumugiDefinition:
     on_failure: str | None = None
     on_settled: OnSettled | None = None
     on_enqueue: OnEnqueue | None = None
+
+    @property
+    def performer_classes(self) -> dict[str, type[Performer[Any, Any]]]:
+        """Per binding, the Performer subclass it stands for (a ``remote()`` marker's class too)."""
+        found: dict[str, type[Performer[Any, Any]]] = {}
+        for name, entry in self.performers.items():
+            cls = _class_of(entry)
+            if cls is not None:
+                found[name] = cls
+        return found
+
+    @property
+    def wire_defaults(self) -> dict[str, JsonDict]:
+        """Per binding, the class-attribute job options in wire form, for node jobs and spawns (ADR-0141)."""
+        found: dict[str, JsonDict] = {}
+        for name, cls in self.performer_classes.items():
+            wire = performer_defaults_wire(cls)  # valid: checked by parse_definition
+            if wire:
+                found[name] = wire
+        return found
 
     @property
     def remote_bindings(self) -> tuple[str, ...]:
@@ -128,15 +165,52 @@ def _performers(value: Any) -> dict[str, Any]:
             validate_binding(name)
         except InvalidJobIdError as error:
             raise ConfigurationError(f"performers: {error}") from None
-        if isinstance(entry, type) and not callable(getattr(entry, "perform", None)):
-            raise ConfigurationError(f"performers: {name} has no perform method")
-        required = frozenset(getattr(entry, "requires", frozenset()) or ())
-        if not required <= _REQUIRABLE_KEYS:
-            raise ConfigurationError(
-                f"performers: {name}.requires may name only concurrency_key and unique_key"
-            )
+        cls = _performer_class(name, entry)
+        if cls is not None:
+            _check_performer_class(name, cls)
         performers[name] = entry
     return performers
+
+
+def _performer_class(name: str, entry: Any) -> type[Performer[Any, Any]] | None:
+    """The class behind an entry; a function, an instance or another class is refused (ADR-0140)."""
+    if is_remote(entry):
+        return _class_of(entry)
+    if isinstance(entry, type) and issubclass(entry, Performer):
+        return entry
+    what = f"is {describe_entry(entry)}"
+    if isinstance(entry, type) and not callable(getattr(entry, "perform", None)):
+        what = "has no perform method"
+    raise InvalidPerformerError(
+        f"performers: {name} {what}; give a subclass of tsumugi.Performer (the class itself, not an "
+        "instance), or remote(...) for a performer served by another Worker"
+    )
+
+
+def _class_of(entry: Any) -> type[Performer[Any, Any]] | None:
+    cls = entry if isinstance(entry, type) else getattr(entry, "performer", None)
+    return cls if isinstance(cls, type) and issubclass(cls, Performer) else None
+
+
+def _check_performer_class(name: str, cls: type[Performer[Any, Any]]) -> None:
+    required = frozenset(getattr(cls, "requires", frozenset()) or ())
+    if not required <= _REQUIRABLE_KEYS:
+        raise ConfigurationError(f"performers: {name}.requires may name only concurrency_key and unique_key")
+    try:
+        performer_defaults_wire(cls)  # ADR-0141: a bad class default fails now, not every enqueue
+    except EnqueueError as error:
+        raise InvalidConfigError(f"performers: {name}: {cls.__name__}'s class default {error}") from None
+    try:
+        types_of(cls)  # ADR-0140: an unsupported payload type fails now
+    except ConfigurationError as error:
+        raise type(error)(f"performers: {name}: {error}") from None
+    if cls.perform is not Performer.perform and not inspect.iscoroutinefunction(cls.perform):
+        warnings.warn(
+            f"performers: {name}: {cls.__name__}.perform is not an async def: it blocks the event loop "
+            "while it runs, and its timeout cannot interrupt it",
+            RuntimeWarning,
+            stacklevel=5,
+        )
 
 
 def _bindings(value: Any, performers: Mapping[str, Any]) -> dict[str, BindingConfig]:
@@ -178,7 +252,18 @@ def _schedules(
             raise InvalidScheduleError(f"schedule must be a mapping: {name}")
     shards_of = {name: (bindings[name].shards if name in bindings else 1) for name in performers}
     requires_of = {name: _requires(entry) for name, entry in performers.items()}
-    return tuple(normalize_schedules(value, shards_of=shards_of, requires_of=requires_of, flow_names=flows))
+    specs = {name: _with_class_defaults(spec, performers) for name, spec in value.items()}
+    return tuple(normalize_schedules(specs, shards_of=shards_of, requires_of=requires_of, flow_names=flows))
+
+
+def _with_class_defaults(spec: Mapping[str, Any], performers: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A job schedule with its performer's class defaults under the options it sets (ADR-0141)."""
+    binding = spec.get("binding")
+    cls = _class_of(performers.get(binding)) if isinstance(binding, str) else None
+    if cls is None:
+        return spec
+    defaults = {k: v for k, v in performer_defaults(cls).items() if spec.get(k) is None}
+    return {**spec, **defaults} if defaults else spec
 
 
 def _requires(entry: Any) -> frozenset[str]:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, overload
 
+from typing_extensions import Unpack
+
+from tsumugi.application.bound_jobs import BoundJobs, MappingPayloadT, PayloadT
 from tsumugi.application.definition import TsumugiDefinition, parse_definition
 from tsumugi.application.environment_check import configuration_report, missing_bindings
 from tsumugi.application.flow_runs import (
@@ -16,14 +19,16 @@ from tsumugi.application.flow_runs import (
     start_run,
 )
 from tsumugi.application.hosting import OutsideWorkers, hosted_class
+from tsumugi.application.typed_inputs import TypedInputs
 from tsumugi.client import JobClient, ShardHandle, env_binding
 from tsumugi.clock import Clock, SystemClock
 from tsumugi.core.config import BindingConfig, OnSettled, RunSettings, SweepOptions
 from tsumugi.core.flow.model import Flow
-from tsumugi.core.options import OnEnqueue
+from tsumugi.core.options import EnqueueInput, EnqueueOptions, OnEnqueue
 from tsumugi.core.schedules import ScheduleDef
 from tsumugi.errors import MissingBindingsError
 from tsumugi.execution import PerformersResolver, handle_batch
+from tsumugi.performer import Performer
 from tsumugi.ports import JsonDict, PerformerResolver, QueueMessage, SqlDatabase
 from tsumugi.projection import read_model_sweep
 
@@ -33,28 +38,13 @@ _log: Final = logging.getLogger("tsumugi")
 
 ReadModelSweeper = Callable[[SqlDatabase, int, SweepOptions], Awaitable[int]]
 ResolverFactory = Callable[[Any], PerformerResolver]
+_NO_PAYLOAD: Final = object()
 
 
 async def sweep_read_model(db: SqlDatabase, now_ms: int, retention: SweepOptions) -> int:
     """The ``scheduled`` call point into the projection's D1 sweep (J-172, J-207)."""
     options = read_model_sweep.SweepOptions(older_than_ms=retention.older_than_ms, limit=retention.limit)
     return await read_model_sweep.sweep_read_model(db, now_ms, options)
-
-
-class BoundJobs:
-    """``tsumugi.jobs(env)``: the positional enqueue form (§2)."""
-
-    __slots__ = ("_env", "_tsumugi")
-
-    def __init__(self, tsumugi: Tsumugi, env: Any) -> None:
-        self._tsumugi = tsumugi
-        self._env = env
-
-    async def enqueue(self, binding: str, payload: Any, **options: Any) -> str:
-        return await self._tsumugi.enqueue(self._env, binding=binding, payload=payload, **options)
-
-    async def enqueue_many(self, inputs: Sequence[Mapping[str, Any]]) -> list[str]:
-        return await self._tsumugi.enqueue_many(self._env, inputs)
 
 
 class Tsumugi:
@@ -87,6 +77,9 @@ class Tsumugi:
         )
         # REST uses the same routing, settings and defaults, minus the typed checks (§5.1, A-19).
         self._rest = JobClient(definition.bindings, definition.on_enqueue, **common)
+        # ADR-0140, ADR-0141: payload types and class defaults, for the typed paths and REST alike.
+        self._inputs = TypedInputs(definition.performer_classes)
+        self._wire_defaults = definition.wire_defaults
         self._hosted_classes: dict[str, type] = {}
 
     # ------------------------------------------------------------------ Durable Object classes (J-203)
@@ -205,13 +198,64 @@ class Tsumugi:
             raise MissingBindingsError(problems[0])
 
     # ------------------------------------------------------------------ enqueue (§5)
-    async def enqueue(self, env: Any, input: Mapping[str, Any] | None = None, /, **options: Any) -> str:
-        """Enqueue one job: ``enqueue(env, binding=..., payload=..., **options)``; returns its id."""
-        return await self._typed.enqueue(env, input, **options)
+    @overload
+    async def enqueue(
+        self,
+        env: Any,
+        performer: type[Performer[PayloadT, Any]],
+        payload: PayloadT,
+        /,
+        **options: Unpack[EnqueueOptions],
+    ) -> str: ...
+
+    @overload
+    async def enqueue(
+        self,
+        env: Any,
+        performer: type[Performer[MappingPayloadT, Any]],
+        payload: Mapping[str, Any],
+        /,
+        **options: Unpack[EnqueueOptions],
+    ) -> str: ...
+
+    @overload
+    async def enqueue(
+        self, env: Any, input: EnqueueInput | Mapping[str, Any], /, **options: Unpack[EnqueueInput]
+    ) -> str: ...
+
+    @overload
+    async def enqueue(
+        self, env: Any, /, *, binding: str, payload: Any, **options: Unpack[EnqueueOptions]
+    ) -> str: ...
+
+    async def enqueue(
+        self, env: Any, target: Any = None, payload: Any = _NO_PAYLOAD, /, **options: Any
+    ) -> str:
+        """Enqueue one job and return its id.
+
+        ``enqueue(env, SendMail, MailIn(...), max_attempts=5)`` checks the payload against the
+        performer's payload type (``InvalidPayloadError`` names the fields; nothing is enqueued).
+        ``enqueue(env, binding="SendMail", payload={...}, **options)`` and ``enqueue(env, {...})`` take
+        the binding's name. Options the call leaves unset come from the performer's class attributes.
+        """
+        self.check_environment(env)  # J-24: before the input is looked at
+        if isinstance(target, type):
+            if payload is _NO_PAYLOAD:
+                raise TypeError(f"enqueue(env, {target.__name__}, payload) needs the payload")
+            item: Any = self._inputs.input_for(target, payload, options)
+        elif payload is not _NO_PAYLOAD:
+            raise TypeError("enqueue takes (env, PerformerClass, payload) or (env, binding=..., payload=...)")
+        else:
+            item = {**target, **options} if target is not None else options
+        return (await self._typed.enqueue_many(env, [self._inputs.shape(item)]))[0]
 
     async def enqueue_many(self, env: Any, inputs: Sequence[Mapping[str, Any]]) -> list[str]:
-        """Enqueue many jobs, grouped per shard, concurrently; ids in input order (J-39)."""
-        return await self._typed.enqueue_many(env, inputs)
+        """Enqueue many jobs, grouped per shard, concurrently; ids in input order (J-39).
+
+        An input's ``binding`` may be the performer class; payloads are checked like ``enqueue``'s.
+        """
+        self.check_environment(env)  # J-24: before the inputs are looked at
+        return await self._typed.enqueue_many(env, self._inputs.shape_all(inputs))
 
     def jobs(self, env: Any) -> BoundJobs:
         return BoundJobs(self, env)
@@ -222,7 +266,7 @@ class Tsumugi:
 
     async def rest_enqueue(self, env: Any, wire_input: Mapping[str, Any]) -> str:
         """``POST /api/jobs``: the same client as ``enqueue`` without required-key checks (§5.1)."""
-        return await self._rest.enqueue(env, wire_input)
+        return await self._rest.enqueue(env, self._inputs.shape(wire_input))
 
     # ------------------------------------------------------------------ runs and schedules (F-19, S-21)
     async def start(
@@ -281,7 +325,13 @@ class Tsumugi:
         """The Queue consumer: ``batch`` is a message batch (``.messages``) or a list of messages."""
         self.prime_schedules(env, ctx)
         messages: Sequence[QueueMessage] = getattr(batch, "messages", batch)
-        await handle_batch(messages, env, resolver=self.resolver_factory(ctx), clock=self.clock)
+        await handle_batch(
+            messages,
+            env,
+            resolver=self.resolver_factory(ctx),
+            clock=self.clock,
+            spawn_defaults=self._wire_defaults,
+        )
 
     async def scheduled(self, controller: Any, env: Any, ctx: Any = None) -> int:
         """The cron handler: sweep the read model (J-172); returns the number of rows swept."""

@@ -9,7 +9,7 @@ dispatch message limit.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final, TypedDict
+from typing import Any, Final, Literal, TypedDict
 
 from tsumugi.core import jsonwire
 from tsumugi.core.config import ExponentialBackoff, FixedBackoff, backoff_from
@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULTABLE_OPTIONS",
     "OPTION_NAMES",
     "EnqueueInput",
+    "EnqueueOptions",
     "OnEnqueue",
     "apply_defaults",
     "check_required_keys",
@@ -37,25 +38,30 @@ __all__ = [
 ]
 
 
-class EnqueueInput(TypedDict, total=False):
+class EnqueueOptions(TypedDict, total=False):
+    """The job options of one enqueue, as keywords (§5.2); None means "not given" (J-28)."""
+
+    priority: float | None
+    max_attempts: int | None
+    backoff: FixedBackoff | ExponentialBackoff | Mapping[str, Any] | None
+    timeout_ms: int | None
+    delay_ms: int | None
+    run_at: int | None
+    guarantee: Literal["at-least-once", "at-most-once"] | None
+    concurrency_key: str | None
+    unique_key: str | None
+    unique_for_ms: int | None
+    partition_key: str | None
+    traceparent: str | None
+    expires_at: int | None
+    expires_in_ms: int | None
+
+
+class EnqueueInput(EnqueueOptions, total=False):
     """One job to enqueue, as ``enqueue_many`` takes it (camelCase spellings are accepted too)."""
 
     binding: str
     payload: Any
-    priority: float
-    max_attempts: int
-    backoff: FixedBackoff | ExponentialBackoff | Mapping[str, Any]
-    timeout_ms: int
-    delay_ms: int
-    run_at: int
-    guarantee: str
-    concurrency_key: str
-    unique_key: str
-    unique_for_ms: int
-    partition_key: str
-    traceparent: str
-    expires_at: int
-    expires_in_ms: int
 
 
 OnEnqueue = Callable[[dict[str, Any]], "Mapping[str, Any] | None"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 from tsumugi.clock import Clock
@@ -23,10 +23,11 @@ class AttemptTimer:
 
     One watcher task per attempt sleeps on the clock until ``deadline`` (J-74, ADR-0118). A restart
     only moves ``deadline`` (J-68); the watcher, woken at the old one, sleeps again for the remainder,
-    so a chatty heartbeat costs no task churn.
+    so a chatty heartbeat costs no task churn. When it fires it reports, then cancels ``abort`` if one
+    is set (a performer's ``cancel_on_timeout``, ADR-0141).
     """
 
-    __slots__ = ("_arming", "_clock", "_on_fire", "_watcher", "deadline", "fired", "timeout_ms")
+    __slots__ = ("_arming", "_clock", "_on_fire", "_watcher", "abort", "deadline", "fired", "timeout_ms")
 
     def __init__(self, timeout_ms: int, clock: Clock, on_fire: Callable[[], None]) -> None:
         self.timeout_ms = timeout_ms
@@ -36,6 +37,7 @@ class AttemptTimer:
         self._arming: asyncio.Handle | None = None
         self.deadline = 0  # epoch ms on the clock; set when perform starts
         self.fired = False
+        self.abort: asyncio.Future[Any] | None = None
 
     def start(self) -> None:
         # The watcher task is made only once the loop runs again, i.e. once perform has yielded: a perform
@@ -64,6 +66,8 @@ class AttemptTimer:
             await self._clock.sleep_until(self.deadline)
         self.fired = True
         self._on_fire()
+        if self.abort is not None:
+            self.abort.cancel(f"the attempt timed out after {self.timeout_ms}ms")
 
 
 class AttemptHeartbeat:
@@ -136,19 +140,45 @@ class AttemptHeartbeat:
             self._log.warning("tsumugi: heartbeat failed", exc_info=call.exception())
 
 
-async def perform(performer: Any, payload: Any, ctx: JobContext, timer: AttemptTimer | None) -> Any:
+async def perform(
+    performer: Any,
+    payload: Any,
+    ctx: JobContext,
+    timer: AttemptTimer | None,
+    *,
+    cancel_on_timeout: bool = False,
+) -> Any:
     """Run ``performer.perform`` in the calling task, with ``timer`` armed while it runs.
 
-    The performer is never stopped by the timer (J-74): when it fires, the timer's callback reports the
-    timeout, and the caller discards whatever this eventually returns or raises (``timer.fired``).
+    By default the performer is not stopped by the timer (J-74): when it fires, the timer's callback
+    reports the timeout, and the caller discards whatever this eventually returns or raises
+    (``timer.fired``). With ``cancel_on_timeout`` the coroutine runs in a task of its own, which the
+    timer cancels when it fires (ADR-0141); this then returns None, discarded like any late outcome.
     """
     pending = performer.perform(payload, ctx)
     if not inspect.isawaitable(pending):
         return pending  # a synchronous perform (J-60) has already settled
     if timer is None:
         return await pending  # timeout_ms <= 0 disables the consumer-side timer (J-74)
+    if cancel_on_timeout:
+        return await _cancellable(pending, timer)
     timer.start()
     try:
         return await pending
+    finally:
+        timer.cancel()
+
+
+async def _cancellable(pending: Awaitable[Any], timer: AttemptTimer) -> Any:
+    inner = asyncio.ensure_future(pending)
+    timer.abort = inner
+    timer.start()
+    try:
+        return await inner
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if timer.fired and inner.cancelled() and (current is None or current.cancelling() == 0):
+            return None  # the timer cancelled the performer, not someone this task
+        raise
     finally:
         timer.cancel()

@@ -15,21 +15,34 @@ from typing import Any, Final
 from tsumugi.client import SHARD_NAMESPACE, env_binding
 from tsumugi.clock import Clock, SystemClock
 from tsumugi.core.ids import parse_job_id, shard_name_of
-from tsumugi.errors import TsumugiTimeoutError
+from tsumugi.errors import InvalidPayloadError, ResultNotJsonError, TsumugiTimeoutError
 from tsumugi.execution import outcomes
 from tsumugi.execution.attempt import HEARTBEAT_WAIT_MS, AttemptHeartbeat, AttemptTimer, perform
 from tsumugi.execution.performer_resolution import has_perform
-from tsumugi.performer import JobContext
+from tsumugi.payloads import PerformerTypes, dump_result, types_of
+from tsumugi.performer import JobContext, Performer
 from tsumugi.ports import JsonDict, PerformerResolver, QueueMessage, ShardNamespace, ShardRpc
 
 __all__ = ["DEFAULT_TIMEOUT_MS", "handle_batch"]
 
 DEFAULT_TIMEOUT_MS: Final = 60_000  # J-110: used when a dispatch message carries no timeoutMs
 _log: Final = logging.getLogger("tsumugi")
-_UNRESOLVED: Final = object()
 
 
 _LINGERING: Final[set[asyncio.Task[Any]]] = set()  # timed-out performers still running (J-74)
+
+
+class _Resolved:
+    """A binding's performer for one batch, with what its class declares (ADR-0140, ADR-0141)."""
+
+    __slots__ = ("cancel_on_timeout", "performer", "types")
+
+    def __init__(self, performer: Any) -> None:
+        self.performer = performer
+        self.types: PerformerTypes = types_of(type(performer))
+        # Only a Performer of this process can be cancelled: a service binding's lives elsewhere.
+        cancels = isinstance(performer, Performer) and type(performer).cancel_on_timeout is True
+        self.cancel_on_timeout = cancels
 
 
 class _Batch:
@@ -45,6 +58,7 @@ class _Batch:
         "pending",
         "performers",
         "resolver",
+        "spawn_defaults",
     )
 
     def __init__(
@@ -55,6 +69,7 @@ class _Batch:
         log: logging.Logger,
         heartbeat_wait_ms: int,
         pending: int,
+        spawn_defaults: Mapping[str, Mapping[str, Any]] | None,
     ) -> None:
         self.env = env
         self.namespace: ShardNamespace | None = env_binding(env, SHARD_NAMESPACE)
@@ -62,16 +77,16 @@ class _Batch:
         self.clock = clock
         self.log = log
         self.heartbeat_wait_ms = heartbeat_wait_ms
-        self.performers: dict[str, Any] = {}
+        self.performers: dict[str, _Resolved | None] = {}
+        self.spawn_defaults = spawn_defaults
         self.pending = pending
         self.all_settled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
-    def performer(self, binding: str) -> Any | None:
-        found = self.performers.get(binding, _UNRESOLVED)
-        if found is _UNRESOLVED:
-            found = self.resolver.resolve(binding, self.env)
-            found = found if has_perform(found) else None
-            self.performers[binding] = found
+    def performer(self, binding: str) -> _Resolved | None:
+        if binding in self.performers:
+            return self.performers[binding]
+        candidate = self.resolver.resolve(binding, self.env)
+        found = self.performers[binding] = _Resolved(candidate) if has_perform(candidate) else None
         return found
 
 
@@ -110,15 +125,19 @@ async def handle_batch(
     clock: Clock | None = None,
     log: logging.Logger = _log,
     heartbeat_wait_ms: int = HEARTBEAT_WAIT_MS,
+    spawn_defaults: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
     """Handle one Queue batch concurrently; returns once every message is acked and reported (J-117).
 
     Never raises because of a job (J-118). A performer that outlives its timeout keeps running after
-    this returns; its outcome is discarded (J-74).
+    this returns; its outcome is discarded (J-74). ``spawn_defaults`` holds, per binding, the class
+    default options a spawned child of that binding gets (ADR-0141).
     """
     if not messages:
         return
-    batch = _Batch(env, resolver, clock or SystemClock(), log, heartbeat_wait_ms, len(messages))
+    batch = _Batch(
+        env, resolver, clock or SystemClock(), log, heartbeat_wait_ms, len(messages), spawn_defaults
+    )
     loop = asyncio.get_running_loop()
     deliveries = [_Delivery(message, batch) for message in messages]
     for delivery in deliveries:
@@ -172,12 +191,12 @@ async def _handle_one(delivery: _Delivery) -> None:
             await _expire(delivery, shard, job_id)  # J-41: checked again after the claim
             return
     binding = body.get("binding") or parse_job_id(job_id).binding
-    performer = batch.performer(binding)
+    resolved = batch.performer(binding)
     outcome: JsonDict | None
-    if performer is None:
+    if resolved is None:
         outcome = outcomes.not_found(binding, attempt)  # J-61: an ordinary, retried failure
     else:
-        outcome = await _run(delivery, performer, body, job_id, attempt, shard)
+        outcome = await _run(delivery, resolved, binding, body, job_id, attempt, shard)
     if outcome is None:
         return  # timed out: the timer already acked and reported
     delivery.ack()  # J-118: ack before report
@@ -185,9 +204,20 @@ async def _handle_one(delivery: _Delivery) -> None:
 
 
 async def _run(
-    delivery: _Delivery, performer: Any, body: Mapping[str, Any], job_id: str, attempt: Any, shard: ShardRpc
+    delivery: _Delivery,
+    resolved: _Resolved,
+    binding: str,
+    body: Mapping[str, Any],
+    job_id: str,
+    attempt: Any,
+    shard: ShardRpc,
 ) -> JsonDict | None:
     batch = delivery.batch
+    try:
+        payload = resolved.types.decode_payload(binding, body.get("payload"))  # ADR-0140
+    except InvalidPayloadError as error:
+        batch.log.warning("tsumugi: perform failed (%s): %s", job_id, error)
+        return outcomes.failure(error, attempt, batch.clock.now())  # an ordinary failure, retried
     timeout_ms = body.get("timeoutMs")
     if timeout_ms is None:
         timeout_ms = DEFAULT_TIMEOUT_MS
@@ -208,7 +238,9 @@ async def _run(
         clock=batch.clock,  # J-75: remaining_ms() on the same clock as deadline_at
     )
     try:
-        result = await perform(performer, body.get("payload"), ctx, timer)
+        result = await perform(
+            resolved.performer, payload, ctx, timer, cancel_on_timeout=resolved.cancel_on_timeout
+        )
     except Exception as error:
         if timer is not None and timer.fired:
             return None  # J-74: a late outcome is discarded
@@ -216,7 +248,12 @@ async def _run(
         return outcomes.failure(error, attempt, batch.clock.now())
     if timer is not None and timer.fired:
         return None
-    return outcomes.success(result, ctx.spawns, attempt)
+    try:
+        stored = dump_result(binding, result, resolved.types)  # ADR-0140: JSON, or a failed attempt
+    except ResultNotJsonError as error:
+        batch.log.warning("tsumugi: perform failed (%s): %s", job_id, error)
+        return outcomes.failure(error, attempt, batch.clock.now())
+    return outcomes.success(stored, ctx.spawns, attempt, batch.spawn_defaults)
 
 
 def _on_timeout(delivery: _Delivery, shard: ShardRpc, job_id: str, attempt: Any, timeout_ms: int) -> None:

@@ -3,34 +3,51 @@
 from __future__ import annotations
 
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from tsumugi.core.config_checks import camel_case
-from tsumugi.errors import PermanentFailure, RetryAfter, TsumugiTimeoutError
+from tsumugi.errors import (
+    InvalidPayloadError,
+    PermanentFailure,
+    ResultNotJsonError,
+    RetryAfter,
+    TsumugiTimeoutError,
+)
 from tsumugi.performer import SpawnRequest
 from tsumugi.ports import JsonDict
 
 __all__ = ["error_text", "failure", "not_found", "success"]
 
 _NOT_FOUND: Final = "performer not found: {} (export it, or add a service binding)"  # J-61
+# Raised by the consumer around perform, not inside it: the message says it all, a stack would not help.
+_WITHOUT_STACK: Final = (TsumugiTimeoutError, InvalidPayloadError, ResultNotJsonError)
 
 
 def error_text(error: BaseException) -> str:
     """The attempt's error text: the Python traceback (J-73 [PORT]); the shard truncates it."""
-    if isinstance(error, TsumugiTimeoutError):
-        return f"TsumugiTimeoutError: {error}"  # raised by the consumer, not the performer: no stack
+    if isinstance(error, _WITHOUT_STACK):
+        return f"{type(error).__name__}: {error}"
     try:
         return "".join(traceback.format_exception(error))
     except Exception:
         return f"{type(error).__name__}: {error}"
 
 
-def success(result: Any, spawns: Sequence[SpawnRequest], attempt: Any) -> JsonDict:
-    """``{ok: true, result, spawns?, attempt}``; spawns only when non-empty (J-119)."""
+def success(
+    result: Any,
+    spawns: Sequence[SpawnRequest],
+    attempt: Any,
+    spawn_defaults: Mapping[str, Mapping[str, Any]] | None = None,
+) -> JsonDict:
+    """``{ok: true, result, spawns?, attempt}``; spawns only when non-empty (J-119).
+
+    A spawn's options are laid over its binding's class defaults (``spawn_defaults``, ADR-0141).
+    """
     outcome: JsonDict = {"ok": True, "result": result}
     if spawns:
-        outcome["spawns"] = [_spawn_wire(spawn) for spawn in spawns]
+        defaults = spawn_defaults or {}
+        outcome["spawns"] = [_spawn_wire(spawn, defaults.get(spawn.binding)) for spawn in spawns]
     if attempt is not None:
         outcome["attempt"] = attempt
     return outcome
@@ -56,10 +73,15 @@ def not_found(binding: str, attempt: Any) -> JsonDict:
     return outcome
 
 
-def _spawn_wire(spawn: SpawnRequest) -> JsonDict:
+def _spawn_wire(spawn: SpawnRequest, defaults: Mapping[str, Any] | None) -> JsonDict:
     wire: JsonDict = {"id": spawn.id, "binding": spawn.binding, "payload": spawn.payload}
-    if spawn.options:
-        wire["options"] = {camel_case(k): _option_wire(v) for k, v in spawn.options.items()}
+    options: JsonDict = dict(defaults or {})
+    for key, value in spawn.options.items():
+        name = camel_case(key)
+        if value is not None or name not in options:  # None is "not given" (J-28): the default stays
+            options[name] = _option_wire(value)
+    if options:
+        wire["options"] = options
     return wire
 
 

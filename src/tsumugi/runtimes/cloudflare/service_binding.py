@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tsumugi.payloads import dump_result, types_of
 from tsumugi.performer import HeartbeatResult, JobContext, Performer
 from tsumugi.runtimes.cloudflare.js_conversion import js_function, to_js_value, to_py_value
 
@@ -70,10 +71,16 @@ class RemoteJobContext(JobContext):
         await self._js_ctx.spawn(id, binding, to_js_value(payload), to_js_value(options or {}))
 
 
-async def serve_perform(performer: Performer, payload: Any, js_ctx: Any) -> Any:
-    """Run a served performer's ``perform`` for a caller in another Worker; spawns travel back (J-63)."""
+async def serve_perform(performer: Performer[Any, Any], payload: Any, js_ctx: Any) -> Any:
+    """Run a served performer's ``perform`` for a caller in another Worker; spawns travel back (J-63).
+
+    The payload arrives decoded into the performer's payload type and the result leaves as its JSON,
+    as for a performer of the calling Worker (ADR-0140).
+    """
     ctx = RemoteJobContext(js_ctx)
-    result = await performer.perform(to_py_value(payload), ctx)
+    types = types_of(type(performer))
+    name = type(performer).__name__
+    result = await performer.perform(types.decode_payload(name, to_py_value(payload)), ctx)
     for request in ctx.spawns:
         await ctx.spawn_remote(request.id, request.binding, request.payload, request.options)
-    return to_js_value(result)
+    return to_js_value(dump_result(name, result, types))

@@ -1,0 +1,51 @@
+"""Payload and result types that need pydantic, checked and converted by a ``TypeAdapter`` (ADR-0140).
+
+Imported only when a performer's types need pydantic: the Python Worker cannot load pydantic-core, so
+an app whose types are plain never loads this module (ADR-0128).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import PydanticUserError, TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError
+
+from tsumugi.errors import ConfigurationError
+from tsumugi.payloads.issues import Issue, Mismatch
+from tsumugi.payloads.json_values import to_json
+
+__all__ = ["PydanticCodec"]
+
+
+def _issues(error: ValidationError) -> list[Issue]:
+    return [(tuple(detail["loc"]), detail["msg"]) for detail in error.errors(include_url=False)]
+
+
+class PydanticCodec:
+    """``encode``/``decode``/``dump`` of one type through pydantic, with pydantic's own rules."""
+
+    __slots__ = ("_adapter",)
+
+    def __init__(self, tp: Any, owner: str) -> None:
+        try:
+            self._adapter: TypeAdapter[Any] = TypeAdapter(tp)
+        except PydanticUserError as error:  # a schema pydantic cannot build
+            raise ConfigurationError(f"{owner}: pydantic cannot check the type {tp!r}: {error}") from None
+
+    def encode(self, value: Any) -> Any:
+        """Check ``value`` (a model, or a mapping to validate into one) and dump it as JSON."""
+        return self.dump(self.decode(value))
+
+    def decode(self, data: Any) -> Any:
+        try:
+            return self._adapter.validate_python(data)
+        except ValidationError as error:
+            raise Mismatch(_issues(error)) from None
+
+    def dump(self, value: Any) -> Any:
+        try:
+            dumped = self._adapter.dump_python(value, mode="json", warnings=False)
+        except PydanticSerializationError as error:
+            raise Mismatch.at_root(str(error)) from None
+        return to_json(dumped)  # a value that was not of the type may still hold something unknown
