@@ -24,6 +24,7 @@ from tsumugi.core.flow.model import ConcurrencyKey, Flow, Mapper, NodeKind, Node
 from tsumugi.core.flow.node_options import job_options, refuse_unique_key, trigger_of
 from tsumugi.core.flow.validation import validate_flows
 from tsumugi.errors import EnqueueError, InvalidFlowError
+from tsumugi.flow_waits import WaitNodeBuilder
 from tsumugi.performer import performer_defaults_wire
 
 __all__ = ["Flow", "FlowBuilder", "FlowFactory", "NodeRef", "create_flow", "validate_flows"]
@@ -41,8 +42,8 @@ class NodeRef:
         return f"NodeRef({self.id!r})"
 
 
-class FlowBuilder:
-    """The ``f`` handed to a flow's build function."""
+class FlowBuilder(WaitNodeBuilder):
+    """The ``f`` handed to a flow's build function; ``sleep`` and ``wait_for_event`` come from the mixin."""
 
     def __init__(self, performers: Mapping[str, Any]) -> None:
         self._performers = performers

@@ -10,21 +10,21 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 from tsumugi.clock import Clock
-from tsumugi.coordinator.run_decisions import dynamic_row
 from tsumugi.coordinator.run_ports import RunPeers, RunProjection
+from tsumugi.coordinator.run_spawns import insert_spawns
 from tsumugi.coordinator.run_tick import RunTick
+from tsumugi.coordinator.run_waits import take_event
 from tsumugi.core import jsonwire
 from tsumugi.core.config import RunSettings
 from tsumugi.core.flow.advance import is_node_terminal
-from tsumugi.core.flow.building import spawn_options
-from tsumugi.core.flow.ids import child_node_id
 from tsumugi.core.flow.model import Flow, shape_of, validate_deadline_ms
 from tsumugi.core.ids import new_local_id
-from tsumugi.errors import InvalidFlowError, TsumugiError
+from tsumugi.errors import InvalidFlowError
 from tsumugi.ports import AlarmPort, JsonDict, ShardNamespace, SqlExecutor
 from tsumugi.storage.run_outbox import RunOutbox
 from tsumugi.storage.run_schema import ensure_run_schema
 from tsumugi.storage.run_store import NodeRow, RunStore, node_snapshot, run_snapshot
+from tsumugi.storage.run_waits import RunWaitStore
 
 OK: Final[JsonDict] = {"ok": True}
 GONE: Final[JsonDict] = {"ok": False, "reason": "gone"}
@@ -71,6 +71,7 @@ class RunCoordinator:
         self.sql = sql
         self.store = RunStore(sql)
         self.outbox = RunOutbox(sql)
+        self.waits = RunWaitStore(sql)
         self.ticking = False
         self._storage_exists = storage_exists
         self._schema_ready = False
@@ -186,6 +187,8 @@ class RunCoordinator:
                     "after": jsonwire.dumps(entry["after"]),
                     "subflow": entry.get("subflow"),
                     "trigger": entry.get("trigger", "success"),
+                    "wait_kind": entry.get("wait"),  # ADR-0147
+                    "wait_event": entry.get("event"),
                     "seq": index,
                     "created_at": now,
                     "updated_at": now,
@@ -247,7 +250,7 @@ class RunCoordinator:
         touched = {node.id}
         spawns = event.get("spawns") or []
         if spawns and state == "COMPLETED":  # F-55: a failed attempt's spawns are dropped
-            spawned = self._insert_spawns(node.id, spawns, now)
+            spawned = insert_spawns(self.store, self.settings.max_nodes, node.id, spawns, now)
             if isinstance(spawned, str):
                 # F-56 (port): over the limit the parent stays FAILED with the limit error.
                 self.store.update_node(node.id, now, state="FAILED", error=spawned, result=None)
@@ -255,30 +258,6 @@ class RunCoordinator:
             touched |= spawned
         settled[node.id] = (node.id, state, _result_text(event.get("result")), event.get("error"))
         return touched
-
-    def _insert_spawns(self, parent: str, spawns: Sequence[Any], now: int) -> set[str] | str:
-        """Insert spawned children first, so nobody sees the parent settled without them (F-56)."""
-        if self.store.node_count() + len(spawns) > self.settings.max_nodes:
-            return f"node count exceeded the limit: {self.settings.max_nodes}"
-        seq = self.store.next_seq()
-        rows = []
-        try:
-            for i, spawn in enumerate(spawns):
-                rows.append(
-                    dynamic_row(
-                        child_node_id(parent, _field(spawn, "id")),
-                        str(_field(spawn, "binding")),
-                        parent,
-                        "spawn",
-                        _field(spawn, "payload"),
-                        spawn_options(_field(spawn, "options")),
-                        seq + i,
-                        now,
-                    )
-                )
-        except TsumugiError as exc:  # F-57 (port): a bad spawn id fails its parent, never the batch
-            return str(exc)
-        return set(self.store.insert_nodes(rows))
 
     async def notify_child(self, node_id: str, child_run_id: str, state: str) -> None:
         """A child run ended: mirror its state on the subflow node (F-63)."""
@@ -345,6 +324,7 @@ class RunCoordinator:
                     job_id=node.job_id if node.container else None,
                     child_run_id=None,
                     error=None,
+                    wake_at=None,  # ADR-0147: a reset wait waits afresh
                 )
                 reset.add(node.id)
             deadline_at = None if run.deadline_ms is None else now + run.deadline_ms  # F-75
@@ -356,6 +336,21 @@ class RunCoordinator:
         outcome = self.transaction(resume)
         if outcome["ok"]:
             await self.arm(now)
+        return dict(outcome)
+
+    async def send_event(self, event: str, payload: Any = None) -> JsonDict:
+        """Deliver ``event`` to the node waiting for it, or keep it until that node waits (ADR-0148)."""
+        now = self.clock.now()
+        if not self.has_storage():
+            return dict(GONE)
+
+        def snapshot(node_id: str) -> None:
+            self.snapshot_run()
+            self.snapshot_nodes({node_id})
+
+        outcome = self.transaction(lambda: take_event(self.store, self.waits, event, payload, now, snapshot))
+        if outcome.get("state") == "COMPLETED":
+            await self.arm(now)  # its dependents start on the next tick (F-45)
         return dict(outcome)
 
     async def alarm(self) -> None:
@@ -379,8 +374,3 @@ class RunCoordinator:
 def _result_text(result: Any) -> str | None:
     """Events carry the result as JSON text (F-45); a decoded value is encoded the same way."""
     return result if result is None or isinstance(result, str) else jsonwire.dumps(result)
-
-
-def _field(spawn: Any, name: str) -> Any:
-    """A spawn request arrives as a wire dict, or as ``performer.SpawnRequest`` in-process."""
-    return spawn.get(name) if isinstance(spawn, Mapping) else getattr(spawn, name, None)

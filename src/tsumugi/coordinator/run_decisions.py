@@ -30,10 +30,12 @@ from tsumugi.core.flow.results import (
     decode_result,
     fan_out_summary,
 )
+from tsumugi.core.flow.waits import WaitKind, is_due, wake_at_of
 from tsumugi.core.ids import format_job_id, resolve_shard, shard_name_of
 from tsumugi.errors import TsumugiError
 from tsumugi.ports import JsonDict, ShardNamespace
 from tsumugi.storage.run_store import NodeRow, RunRow, RunStore
+from tsumugi.storage.run_waits import RunWaitStore
 
 
 @dataclass(slots=True)
@@ -68,8 +70,10 @@ class DecisionApplier:
         new_id: Callable[[], str],
         shards: ShardNamespace,
         runs: RunPeers,
+        waits: RunWaitStore | None = None,
     ) -> None:
         self.store = store
+        self.waits = waits or RunWaitStore(store.sql)
         self.run = run
         self.flow = flow
         self.now_ms = now_ms
@@ -102,6 +106,8 @@ class DecisionApplier:
                 self._start_run(node)
             case DecisionType.CANCEL:
                 await self._cancel(node, cancelling, expired)
+            case DecisionType.WAIT:
+                self._start_wait(node)
 
     # ------------------------------------------------------------------ helpers
     def _write(self, node_id: str, **values: Any) -> None:
@@ -228,6 +234,30 @@ class DecisionApplier:
             self.store.update_node(node.id, self.now_ms, child_run_id=child_id)
         self.work.child_starts.append(ChildStart(node.id, child_id, node.subflow, child_input))
 
+    def _start_wait(self, node: NodeRow) -> None:
+        """ADR-0147: note when the wait ends; a kept event (ADR-0148) or a past instant ends it at once."""
+        spec = self.flow.node(node.id)
+        if spec is None or spec.wait is None:
+            self._fail(node.id, f"wait definition is missing: {node.id}")
+            return
+        deps = self._gate(node, spec)
+        if deps is None:
+            return
+        wait = spec.wait
+        try:
+            wake_at = wake_at_of(node.id, wait, self.flow_input, deps, self.now_ms)
+        except Exception as exc:  # ADR-0073: a failing mapping function fails its node
+            self._fail(node.id, _message(exc))
+            return
+        kept = self.waits.kept_event(wait.event) if wait.event is not None else None
+        if kept is not None:
+            self.waits.event_taken(kept.event, node.id)
+            self._write(node.id, state="COMPLETED", result=kept.payload)
+        elif wait.kind is WaitKind.SLEEP and is_due(wake_at, self.now_ms):
+            self._write(node.id, state="COMPLETED", wake_at=wake_at)
+        else:
+            self._write(node.id, state="RUNNING", wake_at=wake_at, on_timeout=wait.on_timeout.value)
+
     async def _cancel(self, node: NodeRow, cancelling: bool, expired: bool) -> None:
         """F-69, F-74: stop what has not run; running jobs and child runs are asked, then waited for."""
         if node.state == "SCHEDULED" and node.job_id is not None:
@@ -235,12 +265,12 @@ class DecisionApplier:
             accepted = bool(outcome.get("ok")) and not outcome.get("requested")
             if not (accepted or outcome.get("reason") == "gone"):
                 return  # refused or only requested (J-135): the job's terminal event settles the node
-        elif node.state == "RUNNING":
+        elif node.state == "RUNNING" and node.wait_kind is None:
             if node.child_run_id is not None:
                 await self.runs.get(node.child_run_id).cancel()  # F-64: the node follows notify_child
             return
-        elif node.state != "PENDING":
-            return
+        elif node.state not in ("PENDING", "RUNNING"):
+            return  # a RUNNING node here is a waiting one (ADR-0147): it holds nothing to ask
         if cancelling or not expired:
             self._write(node.id, state="CANCELLED")
         else:

@@ -6,6 +6,7 @@ import logging
 from typing import TYPE_CHECKING, ClassVar, Final
 
 from tsumugi.coordinator.run_decisions import DecisionApplier, TickWork
+from tsumugi.coordinator.run_waits import wake_due
 from tsumugi.core.flow.advance import Decision, DecisionType
 from tsumugi.storage.run_store import NodeRow, RunRow
 
@@ -63,8 +64,10 @@ class RunTick:
                 new_id=self.c.new_id,
                 shards=self.c.shards,
                 runs=self.c.runs,
+                waits=self.c.waits,
             )
             work = applier.work
+            self._wake(work)
             deferred = await self._decide(applier, handled)
             await self._dispatch(work)
         run, pending = self.decisions(1)
@@ -102,6 +105,12 @@ class RunTick:
             and run.deadline_at <= self.now
         ):
             self.c.store.update_run(self.now, expired=1)
+
+    def _wake(self, work: TickWork) -> None:
+        """ADR-0147: due sleeps complete and due event waits time out, unless the run is halting."""
+        run = self.c.store.run()
+        if run is not None and run.state == "RUNNING" and not (run.cancelling or run.expired):
+            wake_due(self.c.store, self.c.waits, self.now, work.touched)
 
     async def _decide(self, applier: DecisionApplier, handled: set[tuple[str, str]]) -> bool:
         """F-35 step 3; returns True when decisions were deferred to the next tick."""
@@ -229,7 +238,12 @@ class RunTick:
         elif busy:
             await self.c.arm(self.now + BUSY_RECHECK_MS)
         elif run.state == "RUNNING":
+            # ADR-0147: the alarm sits at the earliest of the deadline and the waits' wake instants.
+            due = [self.c.waits.earliest_wake()]
             if run.deadline_at is not None and not run.expired and run.deadline_at > self.now:
-                await self.c.arm(run.deadline_at)
+                due.append(run.deadline_at)
+            instants = [at for at in due if at is not None]
+            if instants:
+                await self.c.arm(max(min(instants), self.now))
         else:
             await self.c.arm(max(run.updated_at + self._retention_ms(run.state), self.now + SWEEP_FLOOR_MS))

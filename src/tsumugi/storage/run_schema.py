@@ -1,7 +1,8 @@
 """The run coordinator's SQLite schema (F-23..F-25, F-27).
 
 One run per database: ``run`` has exactly one row, ``node`` one row per static or dynamic node, and
-``run_outbox`` the snapshots waiting to be projected into the read model.
+``run_outbox`` the snapshots waiting to be projected into the read model, ``run_event`` the events sent
+to the run's wait-for-event nodes.
 """
 
 from __future__ import annotations
@@ -39,6 +40,14 @@ NODE_DDL: Final = """CREATE TABLE IF NOT EXISTS node (
   updated_at INTEGER NOT NULL
 )"""
 
+# ADR-0148: events sent to the run, kept until the run is swept; ``node_id`` is the node that took one.
+EVENT_DDL: Final = """CREATE TABLE IF NOT EXISTS run_event (
+  event TEXT PRIMARY KEY NOT NULL,
+  payload TEXT,
+  received_at INTEGER NOT NULL,
+  node_id TEXT
+)"""
+
 OUTBOX_DDL: Final = """CREATE TABLE IF NOT EXISTS run_outbox (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
   kind TEXT NOT NULL,
@@ -60,12 +69,20 @@ NODE_ADDED_COLUMNS: Final[tuple[tuple[str, str], ...]] = (
     ("subflow", "TEXT"),
     ("child_run_id", "TEXT"),
     ("trigger", "TEXT NOT NULL DEFAULT 'success'"),  # T-1, pinned with the edges (ADR-0070)
+    # ADR-0147: a sleep or wait-for-event node; kind and event are pinned at start, the rest as it starts.
+    ("wait_kind", "TEXT"),
+    ("wait_event", "TEXT"),
+    ("wake_at", "INTEGER"),
+    ("on_timeout", "TEXT"),
 )
 
 INDEXES: Final = (
     "CREATE INDEX IF NOT EXISTS node_parent ON node(parent)",
     "CREATE INDEX IF NOT EXISTS node_state ON node(state)",
     "CREATE INDEX IF NOT EXISTS node_order ON node(seq, id)",
+    # ADR-0147: only waiting nodes carry these, so the partial indexes cost nothing for job nodes.
+    "CREATE INDEX IF NOT EXISTS node_wake ON node(wake_at) WHERE wake_at IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS node_event ON node(wait_event) WHERE wait_event IS NOT NULL",
 )
 
 
@@ -75,7 +92,7 @@ def _columns(sql: SqlExecutor, table: str) -> set[str]:
 
 def ensure_run_schema(sql: SqlExecutor) -> None:
     """Create the tables, then add any column an older database lacks (F-27)."""
-    for ddl in (RUN_DDL, NODE_DDL, OUTBOX_DDL):
+    for ddl in (RUN_DDL, NODE_DDL, OUTBOX_DDL, EVENT_DDL):
         sql.execute(ddl)
     for table, added in (("run", RUN_ADDED_COLUMNS), ("node", NODE_ADDED_COLUMNS)):
         present = _columns(sql, table)

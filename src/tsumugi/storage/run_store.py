@@ -54,6 +54,10 @@ class NodeRow:
     subflow: str | None
     child_run_id: str | None
     trigger: str
+    wait_kind: str | None  # ADR-0147: "sleep" or "event" for a waiting node
+    wait_event: str | None
+    wake_at: int | None
+    on_timeout: str | None
 
 
 # What the node table fills in for a column an insert leaves out (run_schema.NODE_DDL).
@@ -75,6 +79,7 @@ def node_view(node: NodeRow) -> NodeView:
         origin=node.origin,
         after=tuple(jsonwire.loads(node.after)),
         trigger=node.trigger,
+        waiting=node.wait_kind is not None,
     )
 
 
@@ -251,7 +256,7 @@ class RunStore:
 
     def delete_everything(self) -> None:
         """The sweep (F-82): afterwards the run behaves as never created; empty tables stay."""
-        for table in ("node", "run_outbox", "run"):
+        for table in ("node", "run_outbox", "run_event", "run"):
             self.sql.execute(f"DELETE FROM {table}")
         self._live = None
 
@@ -274,6 +279,9 @@ def node_snapshot(run_id: str, node: NodeRow) -> dict[str, Any]:
         "position": node.seq,
         "created_at": node.created_at,
         "updated_at": node.updated_at,
+        "wait": node.wait_kind,  # ADR-0147: null for nodes that do not wait
+        "wait_event": node.wait_event,
+        "wake_at": node.wake_at,
     }
 
 

@@ -23,6 +23,7 @@ class DecisionType(StrEnum):
     AGGREGATE = "aggregate"
     SKIP = "skip"
     CANCEL = "cancel"
+    WAIT = "wait"  # ADR-0147: a sleep or wait-for-event node starts waiting
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,7 @@ class NodeView:
     origin: str = "static"
     after: tuple[str, ...] = ()
     trigger: str = "success"
+    waiting: bool = False  # ADR-0147: a sleep or wait-for-event node
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +65,7 @@ def view_of(node: Mapping[str, Any]) -> NodeView:
         origin=node.get("origin") or "static",
         after=tuple(node.get("after") or ()),
         trigger=node.get("trigger") or "success",
+        waiting=bool(node.get("waiting", False)),
     )
 
 
@@ -147,7 +150,9 @@ def decide(node: NodeView, tree: NodeFlags, *, halting: bool, kids_settled: bool
     if node.container and node.state == "RUNNING" and kids_settled:
         return Decision(DecisionType.AGGREGATE, node.id)
     if halting:
-        if node.state in ("PENDING", "SCHEDULED") or (node.subflow and node.state == "RUNNING"):
+        # ADR-0147: a waiting node holds nothing to ask, so it is stopped like a pending one.
+        running_stoppable = (node.subflow or node.waiting) and node.state == "RUNNING"
+        if node.state in ("PENDING", "SCHEDULED") or running_stoppable:
             return Decision(DecisionType.CANCEL, node.id)
         return None
     return _gate(node, tree) if node.state == "PENDING" else None
@@ -171,6 +176,8 @@ def _gate(node: NodeView, tree: NodeFlags) -> Decision | None:
             return Decision(DecisionType.SKIP, node.id, f"trigger not met: dependency {verb}: {blocker.id}")
     if node.container:
         return Decision(DecisionType.EXPAND, node.id)
+    if node.waiting:
+        return Decision(DecisionType.WAIT, node.id)
     return Decision(DecisionType.START_RUN if node.subflow else DecisionType.START, node.id)
 
 

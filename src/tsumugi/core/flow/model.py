@@ -7,15 +7,19 @@ import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from tsumugi.errors import InvalidFlowError
+
+if TYPE_CHECKING:
+    from tsumugi.core.flow.waits import WaitSpec
 
 
 class NodeKind(StrEnum):
     JOB = "job"
     FAN_OUT = "fanOut"
     SUBFLOW = "subflow"
+    WAIT = "wait"  # ADR-0147: a sleep or a wait for an event; runs no job
 
 
 class Trigger(StrEnum):
@@ -58,6 +62,7 @@ class NodeSpec:
     concurrency_key: ConcurrencyKey = None
     target: Flow | None = None  # subflow target, found by identity among registered flows (F-16)
     collect: bool = False  # ADR-0072: fan-out results readable downstream
+    wait: WaitSpec | None = None  # ADR-0147: what a WAIT node waits for
 
     @property
     def edges(self) -> tuple[str, ...]:
@@ -104,7 +109,10 @@ def flow_name_of(flow: Flow, flows: Mapping[str, Flow]) -> str | None:
 
 
 def shape_of(flow: Flow, flows: Mapping[str, Flow]) -> list[dict[str, Any]]:
-    """The structure pinned at run start: ``{id, binding, container, after[], subflow?}`` (F-18)."""
+    """The structure pinned at run start: ``{id, binding, container, after[], subflow?, ...}`` (F-18).
+
+    ADR-0147 adds ``wait`` (the kind) and ``event`` to waiting nodes.
+    """
     shape: list[dict[str, Any]] = []
     for spec in flow.nodes:
         entry: dict[str, Any] = {
@@ -120,6 +128,11 @@ def shape_of(flow: Flow, flows: Mapping[str, Flow]) -> list[dict[str, Any]]:
             entry["subflow"] = name
         if spec.trigger is not None:
             entry["trigger"] = spec.trigger.value  # T-1: pinned with the edges it reads
+        if spec.wait is not None:
+            # ADR-0147: the kind and the event name are pinned, so an early event finds its node.
+            entry["wait"] = spec.wait.kind.value
+            if spec.wait.event is not None:
+                entry["event"] = spec.wait.event
         shape.append(entry)
     return shape
 

@@ -23,6 +23,7 @@ def validate_flows(flows: Mapping[str, Flow], bindings: Mapping[str, Any]) -> No
         if flow.deadline_ms is not None:
             validate_deadline_ms(flow.deadline_ms)
         seen: set[str] = set()
+        _reject_shared_events(name, flow)
         for spec in flow.nodes:
             if spec.id in seen:
                 raise InvalidFlowError(f"duplicate node id: {name}.{spec.id}")
@@ -41,6 +42,9 @@ def _validate_node(
     if spec.kind is NodeKind.SUBFLOW:
         if spec.target is None or flow_name_of(spec.target, flows) is None:
             raise InvalidFlowError(f"subflow target is not registered: {name}.{spec.id}")
+    elif spec.kind is NodeKind.WAIT:
+        if spec.wait is None:
+            raise InvalidFlowError(f"wait definition is missing: {name}.{spec.id}")
     elif spec.binding not in bindings:
         raise InvalidFlowError(f"binding is not registered: {name}.{spec.id} -> {spec.binding}")
     for dep in spec.after.values():
@@ -48,6 +52,20 @@ def _validate_node(
             raise InvalidFlowError(f"depends on an undeclared node: {name}.{spec.id} -> {dep}")
     if spec.trigger is not None and not spec.after:
         raise InvalidFlowError(f"trigger requires after: {name}.{spec.id}")
+
+
+def _reject_shared_events(name: str, flow: Flow) -> None:
+    """ADR-0148: one node per event name, so an event answers with the node it satisfied."""
+    waiting: dict[str, str] = {}
+    for spec in flow.nodes:
+        event = spec.wait.event if spec.wait is not None else None
+        if event is None:
+            continue
+        if event in waiting:
+            raise InvalidFlowError(
+                f"two nodes wait for event {event} in flow {name}: {waiting[event]}, {spec.id}"
+            )
+        waiting[event] = spec.id
 
 
 def _reject_cycles(name: str, flow: Flow) -> None:
