@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -131,3 +133,34 @@ def test_reload_restarts_on_a_change_and_log_level_debug_shows_debug_lines(tmp_p
     assert f"DEBUG operator_app: Ok performed {job_id}" in output  # --log-level reached the child
     with socket.socket() as probe:  # the child is gone with its parent: the port is free again
         probe.bind(("127.0.0.1", server.port))
+
+
+def test_log_format_json_writes_the_lifecycle_as_json_lines(tmp_path: Path) -> None:
+    # issue 14 item 9, ADR-0145: one JSON object a line, the event's fields as keys
+    shutil.copy(Path(__file__).with_name("operator_app.py"), tmp_path / "app.py")
+    server = DevProcess(
+        None, tmp_path / "state", {"TSUMUGI_TOKEN": OPERATOR_TOKEN}, options=["--log-format", "json"]
+    )
+    headers = {"authorization": f"Bearer {OPERATOR_TOKEN}"}
+    job_id = httpx.post(
+        f"{server.url}/api/jobs", json={"binding": "Ok", "payload": 1}, headers=headers
+    ).json()["id"]
+
+    def completed() -> bool:
+        answer = httpx.get(f"{server.url}/api/jobs/{quote(job_id, safe='')}", headers=headers)
+        return answer.status_code == 200 and answer.json()["job"]["state"] == "COMPLETED"
+
+    wait_for(completed, RESTART_DEADLINE_S, "the job to complete")
+    code, output = server.terminate()
+    assert code == 0, output
+    entries = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    mine = [entry for entry in entries if entry.get("job") == job_id]
+    assert [entry["message"] for entry in mine] == [
+        "job enqueued",
+        "job dispatched",
+        "job started",
+        "job succeeded",
+    ]
+    succeeded = mine[-1]
+    assert succeeded["logger"] == "tsumugi.jobs" and succeeded["level"] == "INFO"
+    assert succeeded["binding"] == "Ok" and succeeded["attempt"] == 1 and succeeded["duration_ms"] >= 0

@@ -16,6 +16,7 @@ from pathlib import Path
 from tsumugi.cli.command_errors import add_init_only_options, reject_init_only_options
 from tsumugi.cli.dev_reload import child_command, run_with_reload
 from tsumugi.errors import AppLoadError, CommandLineError, LocalRuntimeError
+from tsumugi.logging import LOG_FORMAT_ENV, log_handler
 from tsumugi.runtimes.local.app_loader import default_app_path, load_app
 from tsumugi.runtimes.local.dev_server import serve_dev
 from tsumugi.runtimes.local.dev_vars import load_vars
@@ -26,7 +27,7 @@ DEFAULT_PORT = 8787  # wrangler dev's default port, so URLs work against either
 DEFAULT_STATE_DIR = ".tsumugi"
 DEFAULT_APP_FILES = ("app.py", "src/app.py")  # looked for in the current directory when APP is not given
 LOG_LEVELS = ("debug", "info", "warning", "error")
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+LOG_FORMATS = ("text", "json")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,6 +52,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log-level", type=str.lower, choices=LOG_LEVELS, default="info", help="log threshold (default info)"
     )
+    parser.add_argument(
+        "--log-format",
+        type=str.lower,
+        choices=LOG_FORMATS,
+        default=None,
+        help=f"log lines as text or one JSON object each (default ${LOG_FORMAT_ENV}, else text)",
+    )
     add_init_only_options(parser)
 
 
@@ -63,7 +71,12 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if args.reload:
         return run_with_reload(child_command(_child_options(args)), *_watched(spec, args.state_dir))
-    logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT)
+    try:
+        handler = log_handler(args.log_format)  # ADR-0145: --log-format, else TSUMUGI_LOG_FORMAT
+    except ValueError as error:
+        sys.stderr.write(f"tsumugi: {error}\n")
+        return 1
+    logging.basicConfig(level=args.log_level.upper(), handlers=[handler])
     put_on_import_path(Path.cwd())
     try:
         loaded = load_app(spec)
@@ -109,6 +122,7 @@ def _child_options(args: argparse.Namespace) -> list[str]:
     options = [args.app] if args.app else []
     options += ["--host", args.host, "--port", str(args.port), "--state-dir", str(args.state_dir)]
     options += ["--log-level", args.log_level]
+    options += ["--log-format", args.log_format] if args.log_format else []
     return options + (["--batch-size", str(args.batch_size)] if args.batch_size else [])
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
+from tsumugi.coordinator.lifecycle_log import log_settled
 from tsumugi.coordinator.shard_context import ShardContext
 from tsumugi.coordinator.terminal_events import record_terminal_events
 from tsumugi.core.states import IN_FLIGHT_STATES, assert_transition
@@ -118,4 +119,5 @@ def to_terminal(
     )
     if row is not None:
         record_terminal_events(ctx, row, now_ms, error=error, spawns=spawns)
+        log_settled((row,), now_ms, {job_id: error})  # ADR-0145
     return row

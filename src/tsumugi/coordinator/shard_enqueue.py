@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from tsumugi.coordinator.lifecycle_log import log_enqueued, log_enqueued_ids
 from tsumugi.coordinator.shard_context import ShardContext
 from tsumugi.core import ids, jsonwire
 from tsumugi.core.backoff import DEFAULT_BACKOFF
@@ -46,6 +47,7 @@ def enqueue_batch(ctx: ShardContext, inputs: list[Mapping[str, Any]], now_ms: in
         payloads = _payload_texts([item.get("payload") for item in inputs])
         ready, lane_at = scheduled_lane(now_ms, DEFAULT_PRIORITY, now_ms)
         ctx.jobs.insert_uniform(template, ready, lane_at, list(zip(job_ids, payloads, strict=True)))
+        log_enqueued_ids(ctx.binding, job_ids)  # ADR-0145
         return job_ids
     out: list[str] = []
     rows: list[tuple[JobRow, int, float]] = []
@@ -76,6 +78,7 @@ def enqueue_batch(ctx: ShardContext, inputs: list[Mapping[str, Any]], now_ms: in
         new_ids.add(job_id)
         out.append(job_id)
     ctx.jobs.insert_many(rows)
+    log_enqueued((job for job, _, _ in rows), now_ms)  # ADR-0145
     return out
 
 

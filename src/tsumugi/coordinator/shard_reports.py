@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tsumugi.coordinator.job_transitions import IN_FLIGHT, to_running, to_scheduled, to_terminal
+from tsumugi.coordinator.lifecycle_log import log_retrying, log_settled
 from tsumugi.coordinator.shard_context import ShardContext
 from tsumugi.coordinator.terminal_events import EXPIRED_ERROR, record_terminal_events
 from tsumugi.core import jsonwire
@@ -89,6 +90,7 @@ def _settle(ctx: ShardContext, settled: list[tuple[str, Any, Mapping[str, Any]]]
     for job in changed:
         record_terminal_events(ctx, job, now_ms, error=errors[job["id"]], spawns=None, run_events=run_events)
     ctx.events.add_run_events(run_events)
+    log_settled(changed, now_ms, errors)  # ADR-0145: one level check for the batch
 
 
 def apply_report(
@@ -124,6 +126,7 @@ def apply_report(
             attempts=effect.attempts,
             dispatched_at=None,
         )
+        log_retrying(job, effect.attempts, now_ms, effect.run_after, effect.error)  # ADR-0145
         # ADR-0047: arm at once, so the freed slot is reused and the failure projected without delay.
         return now_ms
     spawns = outcome.get("spawns") if job["run_id"] is not None else None  # F-55: only run jobs spawn

@@ -6,9 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from tsumugi.coordinator.job_transitions import IN_FLIGHT, to_queued_many, to_scheduled, to_terminal
+from tsumugi.coordinator.lifecycle_log import log_dispatched, log_retrying, log_tick
 from tsumugi.coordinator.shard_context import ShardContext
 from tsumugi.coordinator.terminal_events import EXPIRED_ERROR
-from tsumugi.core import jsonwire
+from tsumugi.core import ids, jsonwire
 from tsumugi.core.schedule import (
     ConfirmCancel,
     Decision,
@@ -96,6 +97,7 @@ def plan_tick(ctx: ShardContext, now_ms: int) -> TickPlan:
     queued = to_queued_many(ctx, dispatches, now_ms)  # J-161: QUEUED before the send
     plan.messages = [dispatch_message(queued[job_id]) for job_id in dispatches if job_id in queued]
     dispatched = len(plan.messages)
+    log_dispatched(queued[job_id] for job_id in dispatches if job_id in queued)  # ADR-0145
     plan.rerun = (  # J-163: bounded work left over runs in the next tick, at once
         promoted >= PROMOTE_LIMIT
         or len(due) >= TICK_ROWS
@@ -105,6 +107,8 @@ def plan_tick(ctx: ShardContext, now_ms: int) -> TickPlan:
     waiting = ctx.lanes.earliest_waiting()
     if waiting is not None:
         plan.next_alarm_at = waiting if plan.next_alarm_at is None else min(plan.next_alarm_at, waiting)
+    shard = ids.shard_name(ctx.binding, ctx.shard_index)
+    log_tick(shard, now_ms, dispatched, len(result.decisions) - len(dispatches), plan.next_alarm_at)
     return plan
 
 
@@ -156,6 +160,7 @@ def _apply(
             attempts=decision.attempts,
             dispatched_at=None,
         )
+        log_retrying(job, decision.attempts, now_ms, job["run_after"], None)  # ADR-0145: silent too long
     elif isinstance(decision, Stall):  # E9
         to_terminal(ctx, decision.id, IN_FLIGHT, "STALLED", now_ms, attempts=decision.attempts)
     elif isinstance(decision, Fail):  # E8

@@ -19,6 +19,7 @@ from tsumugi.errors import InvalidPayloadError, ResultNotJsonError, TsumugiTimeo
 from tsumugi.execution import outcomes
 from tsumugi.execution.attempt import HEARTBEAT_WAIT_MS, AttemptHeartbeat, AttemptTimer, perform
 from tsumugi.execution.performer_resolution import has_perform
+from tsumugi.logging import jobs_log, log_event
 from tsumugi.payloads import PerformerTypes, dump_result, types_of
 from tsumugi.performer import JobContext, Performer
 from tsumugi.ports import JsonDict, PerformerResolver, QueueMessage, ShardNamespace, ShardRpc
@@ -54,6 +55,7 @@ class _Batch:
         "env",
         "heartbeat_wait_ms",
         "log",
+        "log_starts",
         "namespace",
         "pending",
         "performers",
@@ -81,6 +83,7 @@ class _Batch:
         self.spawn_defaults = spawn_defaults
         self.pending = pending
         self.all_settled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.log_starts = jobs_log.isEnabledFor(logging.INFO)  # ADR-0145: checked once per batch
 
     def performer(self, binding: str) -> _Resolved | None:
         if binding in self.performers:
@@ -237,6 +240,8 @@ async def _run(
         traceparent=body.get("traceparent"),
         clock=batch.clock,  # J-75: remaining_ms() on the same clock as deadline_at
     )
+    if batch.log_starts:
+        log_event(jobs_log, logging.INFO, "job started", binding=binding, job=job_id, attempt=ctx.attempt)
     try:
         result = await perform(
             resolved.performer, payload, ctx, timer, cancel_on_timeout=resolved.cancel_on_timeout
