@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tsumugi.api import routes_flows, routes_jobs, routes_mutations, routes_ops
+from tsumugi.api import routes_flows, routes_jobs, routes_mutations, routes_ops, routes_run_events
 from tsumugi.api.context import RequestContext
 from tsumugi.api.openapi import openapi_document
 from tsumugi.api.options import RestOptions, RuntimeGauges
@@ -43,6 +43,10 @@ _ESCAPE_RUN: Final = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
 _NON_ASCII: Final = re.compile(r"[^\x00-\x7f]")
 # decodeURI leaves the escapes of these as they are; the router also keeps %25, so "%2541" stays "%2541".
 _KEPT_ESCAPES: Final = frozenset(b";/?:@&=+$,#%")
+NO_AUTH_WARNING: Final = (
+    "tsumugi: this app defines no auth, so the REST API and dashboard answer 404 to every request; "
+    "pass auth=bearer_auth(...) to define_tsumugi to open them"
+)
 
 # A-4 / A-27: literal bulk routes come before the {id} routes; methods must match exactly.
 ROUTES: Final[tuple[tuple[str, str, Handler], ...]] = (
@@ -66,6 +70,7 @@ ROUTES: Final[tuple[tuple[str, str, Handler], ...]] = (
     ("GET", "/api/runs/{id}", routes_flows.get_run),
     ("POST", "/api/runs/{id}/retry", routes_flows.retry_run),
     ("POST", "/api/runs/{id}/cancel", routes_flows.cancel_run),
+    ("POST", "/api/runs/{id}/events/{event}", routes_run_events.send_run_event),  # ADR-0148
     ("GET", "/api/flows", routes_flows.list_flows),
 )
 
@@ -168,7 +173,7 @@ class RestPipeline:
     async def handle(self, request: Request) -> Response:
         options = self.options
         if options.auth is None:
-            return PlainTextResponse("not found", status_code=404, media_type=TEXT_MEDIA_TYPE)  # A-12
+            return PlainTextResponse(options.closed_text, status_code=404, media_type=TEXT_MEDIA_TYPE)  # A-12
         path = routing_path(_raw_path(request))
         method = "GET" if request.method == "HEAD" else request.method
         env = request_env(request, options)
@@ -227,6 +232,9 @@ class _PipelineMiddleware:
 
 def create_rest_app(options: RestOptions) -> Starlette:
     """One runtime-agnostic ASGI app serving the whole surface (A-1..A-87)."""
+    if options.auth is None:
+        # ADR-0145: the wire stays closed (A-12); the operator learns why from the log, once per app.
+        _log.warning(NO_AUTH_WARNING)
     pipeline = RestPipeline(options)
     app = Starlette(middleware=[Middleware(_PipelineMiddleware, pipeline=pipeline)])
     app.state.pipeline = pipeline

@@ -10,11 +10,23 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from tsumugi.clock import Clock, SystemClock
+from tsumugi.core.enqueue_keys import EnqueueOutcome
 from tsumugi.ports import JsonDict, ShardNamespace, SqlDatabase
 
 DEFAULT_FAILED_RETENTION_MS = 604_800_000  # 7 days (jobs.md 10.2)
 # ADR-0139: the env binding through which a runtime offers ``RuntimeGauges``; only the local runtime binds it.
 RUNTIME_GAUGES_BINDING = "TSUMUGI_PROMETHEUS"
+# ADR-0145: a runtime that binds this to True (the local one) has an app without auth say why it is closed.
+EXPLAIN_CLOSED_BINDING = "TSUMUGI_EXPLAIN_CLOSED"
+CLOSED_TEXT = "not found"  # the exact body a closed app answers with, revealing nothing
+CLOSED_EXPLANATION = (
+    "not found\n\n"
+    "This app defines no auth, so Tsumugi keeps its REST API and dashboard closed:"
+    " every request answers 404.\n"
+    "Open them with define_tsumugi(..., auth=bearer_auth(lambda env: env.TSUMUGI_TOKEN)), then send\n"
+    "'Authorization: Bearer <token>' (or open the dashboard and enter the token).\n"
+    "Only the local runtime explains this; a deployed Worker answers a bare 'not found'.\n"
+)
 
 
 class AuthMiddleware(Protocol):
@@ -70,8 +82,10 @@ def _env_attr(name: str) -> Callable[[Any], Any]:
 
 
 EnqueueFn = Callable[[Any, JsonDict], Awaitable[str]]
+EnqueueOutcomeFn = Callable[[Any, JsonDict], Awaitable[EnqueueOutcome]]
 StartRunFn = Callable[[Any, str, Any, str | None, int | None], Awaitable[str]]
 RunControlFn = Callable[[Any, str, str], Awaitable[JsonDict]]
+RunEventFn = Callable[[Any, str, str, Any], Awaitable[JsonDict]]
 SchedulesFn = Callable[[Any], Awaitable[Sequence[JsonDict]]]
 
 
@@ -81,13 +95,16 @@ class RestOptions:
     server put one there (Starlette lifespan state, or the Workers adapter), else ``env`` below (ADR-0060).
 
     Attributes:
-        auth: None means every request answers 404 (A-12).
+        auth: None means every request answers 404 (A-12) with ``closed_text`` as its body.
         performers: registered binding names in registration order; None = standalone (A-56, A-33).
         bindings: per-binding options; a binding not listed gets the defaults.
         enqueue: ``async (env, wire_input) -> job id``; None -> 501 (A-20).
+        enqueue_outcome: ``async (env, wire_input) -> EnqueueOutcome``, for an input with a debounce or
+            throttle key, whose answer says whether it debounced or dropped (ADR-0149, ADR-0150).
         flows: registered flow names; empty -> runs 501 (A-21, A-22).
         start_run: ``async (env, flow, input, local_id | None, deadline_ms | None) -> run id``.
         run_control: ``async (env, run_id, "retry" | "cancel") -> {"ok": bool, "reason"?: str}``.
+        run_event: ``async (env, run_id, event, payload) -> {"ok": bool, "node"?, "state"?, "reason"?}``.
         schedules: ``async (env) -> list of Schedule dicts``; None -> 501 (A-23).
         metrics: ``env -> MetricsReader | None``, evaluated per request; None -> 501 (A-24).
         check_bindings: ``env -> MissingBindingsReport | None``; None = standalone, no check (A-19).
@@ -100,9 +117,11 @@ class RestOptions:
     performers: Sequence[str] | None = None
     bindings: Mapping[str, BindingOptions] = field(default_factory=dict)
     enqueue: EnqueueFn | None = None
+    enqueue_outcome: EnqueueOutcomeFn | None = None
     flows: Sequence[str] = ()
     start_run: StartRunFn | None = None
     run_control: RunControlFn | None = None
+    run_event: RunEventFn | None = None  # ADR-0148
     schedules: SchedulesFn | None = None
     metrics: Callable[[Any], MetricsReader | None] | None = None
     check_bindings: Callable[[Any], MissingBindingsReport | None] | None = None
@@ -113,6 +132,7 @@ class RestOptions:
     shards: Callable[[Any], ShardNamespace] = field(default=_env_attr("JOB_SHARD"))
     clock: Clock = field(default_factory=SystemClock)
     version: str | None = None  # None: the installed package version
+    closed_text: str = CLOSED_TEXT
 
     def binding(self, name: str) -> BindingOptions:
         return self.bindings.get(name) or BindingOptions()

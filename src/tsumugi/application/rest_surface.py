@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tsumugi.api import BindingOptions, MetricsReader, MissingBindingsReport, RestOptions, create_rest_app
-from tsumugi.api.options import RUNTIME_GAUGES_BINDING, RuntimeGauges
+from tsumugi.api.options import (
+    CLOSED_EXPLANATION,
+    CLOSED_TEXT,
+    EXPLAIN_CLOSED_BINDING,
+    RUNTIME_GAUGES_BINDING,
+    RuntimeGauges,
+)
 from tsumugi.client import env_binding
 from tsumugi.clock import Clock
 from tsumugi.projection import LocalMetricsReader
@@ -37,9 +43,11 @@ def rest_options(app: Tsumugi, env: Any) -> RestOptions:
             for name, config in ((name, app.binding_config(name)) for name in app.binding_names)
         },
         enqueue=app.rest_enqueue,
+        enqueue_outcome=app.rest_enqueue_outcome,
         flows=tuple(app.flows),
         start_run=app.start if app.flows else None,
         run_control=app.run_control if app.flows else None,
+        run_event=app.send_event if app.flows else None,
         schedules=app.list_schedules if app.schedules else None,
         metrics=metrics_resolver(app.metrics, app.clock),
         check_bindings=lambda request_env: _missing_report(app, request_env),
@@ -47,6 +55,8 @@ def rest_options(app: Tsumugi, env: Any) -> RestOptions:
         prometheus=runtime_gauges,
         env=env,
         clock=app.clock,
+        # ADR-0145: only a runtime that asks for it explains the closed app; a Worker reveals nothing.
+        closed_text=CLOSED_EXPLANATION if env_binding(env, EXPLAIN_CLOSED_BINDING) is True else CLOSED_TEXT,
     )
 
 

@@ -92,7 +92,14 @@ async def serve_dev(
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, request_exit)
     print(f"tsumugi dev: {loaded.spec} on http://{host}:{port} (state in {state_dir})", flush=True)
-    if not vars.get(TOKEN_VAR):
+    if getattr(loaded.tsumugi, "auth", False) is None:
+        # ADR-0145: fail-closed (J-9), and said once where the developer looks
+        print(
+            "tsumugi dev: the app defines no auth, so the API and dashboard answer 404;"
+            " pass auth=bearer_auth(...) to define_tsumugi",
+            flush=True,
+        )
+    elif not vars.get(TOKEN_VAR):
         # J-9: authentication is fail-closed, so without a token every protected route answers 404
         print(
             f"tsumugi dev: no {TOKEN_VAR} (set it or put it in .dev.vars), the API stays closed", flush=True

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from tsumugi.api.options import RUNTIME_GAUGES_BINDING
+from tsumugi.api.options import EXPLAIN_CLOSED_BINDING, RUNTIME_GAUGES_BINDING
 from tsumugi.clock import Clock, SystemClock
 from tsumugi.errors import StateDirError
 from tsumugi.ports import AlarmPort, SqlExecutor
@@ -139,6 +139,7 @@ class LocalRuntime:
             "TSUMUGI_QUEUE": self.queue,
             "TSUMUGI_DB": self.read_model,
             RUNTIME_GAUGES_BINDING: LocalRuntimeGauges(self.queue, self.clock.now()),  # ADR-0139: /metrics
+            EXPLAIN_CLOSED_BINDING: True,  # ADR-0145: an app without auth says why it answers 404
         }
         for binding, (kind, factory) in wiring.namespaces(self).items():
             coordinators = SerialCoordinators(
