@@ -138,8 +138,12 @@ async def drain(jobs: int, policy: str) -> tuple[float, float]:
         started, cpu = time.perf_counter(), time.process_time()
         async with LocalRuntime(tsumugi, state, exports={"Noop": peers.Noop}, cron=False) as runtime:
             await shard_for(runtime.env, "Noop").reset_policy(tsumugi.static_settings("Noop"))
-            while peers.completed_in(shard_file) < jobs:
-                await asyncio.sleep(peers.POLL_S)
+            watch = peers.DrainWatch(shard_file)
+            try:
+                while not watch.done(jobs):
+                    await asyncio.sleep(peers.POLL_S)
+            finally:
+                watch.close()
         return time.perf_counter() - started, time.process_time() - cpu
 
 

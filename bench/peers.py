@@ -102,6 +102,37 @@ def completed_in(shard_file: Path) -> int:
             return 0
 
 
+class DrainWatch:
+    """Tells the worker when every job is COMPLETED, at a cost that does not grow with the jobs done.
+
+    Counting COMPLETED rows walks every finished job (4 ms at 20,000 on a 2-core machine): polled every
+    10 ms in the worker's own thread, it took a quarter of the drain from the engine it measures, where
+    Huey's completion signal costs nothing. Instead each poll asks the lane index whether any job is
+    still active (a seek); only when none is are the COMPLETED rows counted, once.
+    """
+
+    def __init__(self, shard_file: Path) -> None:
+        self._file = shard_file
+        self._db: sqlite3.Connection | None = None
+
+    def done(self, jobs: int) -> bool:
+        if self._db is None:
+            if not self._file.exists():
+                return False
+            self._db = sqlite3.connect(self._file, timeout=5)
+        try:
+            active = self._db.execute(
+                "SELECT EXISTS (SELECT 1 FROM job WHERE state IN ('SCHEDULED', 'QUEUED', 'RUNNING'))"
+            ).fetchone()[0]
+        except sqlite3.OperationalError:
+            return False
+        return not active and completed_in(self._file) >= jobs
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+
+
 def awaiting_projection(shard_file: Path) -> int:
     with contextlib.closing(sqlite3.connect(shard_file, timeout=5)) as db:
         row = db.execute("SELECT (SELECT count(*) FROM outbox) + (SELECT count(*) FROM fresh)").fetchone()
@@ -134,8 +165,12 @@ async def tsumugi_worker(state: Path, jobs: int, policy: str, done: Path, enqueu
                     runtime.env, [{"binding": "Noop", "payload": {"n": n}} for n in batch]
                 )
                 await asyncio.sleep(0)
-        while completed_in(shard_file) < jobs:
-            await asyncio.sleep(POLL_S)
+        watch = DrainWatch(shard_file)
+        try:
+            while not watch.done(jobs):
+                await asyncio.sleep(POLL_S)
+        finally:
+            watch.close()
         done.write_text(f"{time.time()} {time.process_time()}")
 
 

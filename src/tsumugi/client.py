@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from tsumugi import telemetry
 from tsumugi.core.config import BindingConfig, Policy, binding_config_from
 from tsumugi.core.config_checks import camel_case, from_mapping, is_number
 from tsumugi.core.ids import resolve_shard, shard_name, validate_binding
@@ -218,6 +219,11 @@ class JobClient:
 
     async def enqueue_many(self, env: Any, inputs: Sequence[Mapping[str, Any]]) -> list[str]:
         """Enqueue many jobs, one RPC per destination shard, concurrently; ids in input order (J-39)."""
+        if telemetry.active is not None:  # ADR-0143: a tsumugi.enqueue span, its context as traceparent
+            return await telemetry.active.enqueue(inputs, lambda traced: self._enqueue_many(env, traced))
+        return await self._enqueue_many(env, inputs)
+
+    async def _enqueue_many(self, env: Any, inputs: Sequence[Mapping[str, Any]]) -> list[str]:
         if self._preflight is not None:
             self._preflight(env)  # J-24: the typed paths check the environment first
         groups: dict[str, tuple[_Route, list[int], list[JsonDict]]] = {}

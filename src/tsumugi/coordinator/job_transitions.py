@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
+from tsumugi import telemetry
 from tsumugi.coordinator.lifecycle_log import log_settled
 from tsumugi.coordinator.shard_context import ShardContext
 from tsumugi.coordinator.terminal_events import record_terminal_events
@@ -56,12 +57,16 @@ def to_scheduled(
         assignments["lane_at"] = priority if ready else run_after
     else:
         assignments["lane_at"] = lanes.by_priority() if ready else run_after
-    return ctx.jobs.update(job_id, states, now_ms, assignments)
+    row = ctx.jobs.update(job_id, states, now_ms, assignments)
+    if row is not None and telemetry.active is not None and states != ("SCHEDULED",):
+        retried = not IN_FLIGHT_STATES.isdisjoint(states)  # an attempt failed; not an operator's retry
+        telemetry.active.jobs_moved(ctx.binding, "SCHEDULED", retried=retried)
+    return row
 
 
 def to_queued(ctx: ShardContext, job_id: str, now_ms: int) -> JobRow | None:
     """SCHEDULED -> QUEUED at dispatch (E2): the silence clock starts now (J-111)."""
-    return ctx.jobs.update(
+    row = ctx.jobs.update(
         job_id,
         ("SCHEDULED",),
         now_ms,
@@ -72,11 +77,14 @@ def to_queued(ctx: ShardContext, job_id: str, now_ms: int) -> JobRow | None:
             "lane_at": lanes.silence_ends_after(now_ms),
         },
     )
+    if row is not None and telemetry.active is not None:
+        telemetry.active.jobs_dispatched(ctx.binding, [now_ms - row["run_after"]])
+    return row
 
 
 def to_queued_many(ctx: ShardContext, job_ids: list[str], now_ms: int) -> dict[str, JobRow]:
     """``to_queued`` for a tick's dispatches, in one statement per chunk; the rows that moved, by id."""
-    return ctx.jobs.update_many(
+    rows = ctx.jobs.update_many(
         job_ids,
         ("SCHEDULED",),
         now_ms,
@@ -87,16 +95,22 @@ def to_queued_many(ctx: ShardContext, job_ids: list[str], now_ms: int) -> dict[s
             "lane_at": lanes.silence_ends_after(now_ms),
         },
     )
+    if rows and telemetry.active is not None:  # ADR-0143: queue lag, from run_after to the dispatch
+        telemetry.active.jobs_dispatched(ctx.binding, [now_ms - row["run_after"] for row in rows.values()])
+    return rows
 
 
 def to_running(ctx: ShardContext, job_id: str, now_ms: int) -> JobRow | None:
     """QUEUED -> RUNNING by the claim (E3); the silence origin stays ``dispatched_at`` (J-111)."""
-    return ctx.jobs.update(
+    row = ctx.jobs.update(
         job_id,
         ("QUEUED",),
         now_ms,
         {"state": "RUNNING", "lane_at": lanes.silence_ends_after_dispatch()},
     )
+    if row is not None and telemetry.active is not None:
+        telemetry.active.jobs_moved(ctx.binding, "RUNNING")
+    return row
 
 
 def to_terminal(
@@ -120,4 +134,6 @@ def to_terminal(
     if row is not None:
         record_terminal_events(ctx, row, now_ms, error=error, spawns=spawns)
         log_settled((row,), now_ms, {job_id: error})  # ADR-0145
+        if telemetry.active is not None:
+            telemetry.active.jobs_moved(ctx.binding, to_state)
     return row

@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, ClassVar, Final
 
+from tsumugi import telemetry
 from tsumugi.coordinator.run_decisions import DecisionApplier, TickWork
+from tsumugi.coordinator.run_telemetry import settled_run
 from tsumugi.coordinator.run_waits import wake_due
 from tsumugi.core.flow.advance import Decision, DecisionType
 from tsumugi.storage.run_store import NodeRow, RunRow
@@ -77,6 +79,8 @@ class RunTick:
             # F-92: the run was failed outright; advance must not move it back to RUNNING.
             busy, fresh, state = False, False, run.state
         self._settle(loaded, run, state, work)
+        if telemetry.active is not None and loaded.state == "RUNNING" and state != "RUNNING":
+            telemetry.active.run_settled(*settled_run(self.c.store, self.now))  # ADR-0143
         projected = await self._project()
         notified = await self._notify_parent()
         if await self._sweep(notified):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from tsumugi import telemetry
 from tsumugi.coordinator.lifecycle_log import log_enqueued, log_enqueued_ids
 from tsumugi.coordinator.shard_context import ShardContext
 from tsumugi.core import ids, jsonwire
@@ -47,6 +48,7 @@ def enqueue_batch(ctx: ShardContext, inputs: list[Mapping[str, Any]], now_ms: in
         payloads = _payload_texts([item.get("payload") for item in inputs])
         ready, lane_at = scheduled_lane(now_ms, DEFAULT_PRIORITY, now_ms)
         ctx.jobs.insert_uniform(template, ready, lane_at, list(zip(job_ids, payloads, strict=True)))
+        _scheduled(ctx, len(job_ids))
         log_enqueued_ids(ctx.binding, job_ids)  # ADR-0145
         return job_ids
     out: list[str] = []
@@ -78,8 +80,15 @@ def enqueue_batch(ctx: ShardContext, inputs: list[Mapping[str, Any]], now_ms: in
         new_ids.add(job_id)
         out.append(job_id)
     ctx.jobs.insert_many(rows)
+    _scheduled(ctx, len(rows))
     log_enqueued((job for job, _, _ in rows), now_ms)  # ADR-0145
     return out
+
+
+def _scheduled(ctx: ShardContext, count: int) -> None:
+    """ADR-0143: new jobs entered SCHEDULED."""
+    if count and telemetry.active is not None:
+        telemetry.active.jobs_moved(ctx.binding, "SCHEDULED", count)
 
 
 def _payload_text(payload: Any) -> str:

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from tsumugi import telemetry
 from tsumugi.client import SHARD_NAMESPACE, env_binding
 from tsumugi.clock import Clock, SystemClock
 from tsumugi.core.ids import parse_job_id, shard_name_of
@@ -96,13 +97,14 @@ class _Batch:
 class _Delivery:
     """One message of a batch; settled once it is acked and its report (if any) was sent."""
 
-    __slots__ = ("batch", "message", "settled", "task")
+    __slots__ = ("batch", "message", "settled", "task", "trace")
 
     def __init__(self, message: QueueMessage, batch: _Batch) -> None:
         self.message = message
         self.batch = batch
         self.settled = False
         self.task: asyncio.Task[None] | None = None
+        self.trace: telemetry.AttemptTrace | None = None  # ADR-0143: set only when telemetry is on
 
     def ack(self) -> None:
         try:
@@ -194,6 +196,8 @@ async def _handle_one(delivery: _Delivery) -> None:
             await _expire(delivery, shard, job_id)  # J-41: checked again after the claim
             return
     binding = body.get("binding") or parse_job_id(job_id).binding
+    if telemetry.active is not None:
+        delivery.trace = telemetry.active.attempt(body, binding, job_id, batch.clock.now())
     resolved = batch.performer(binding)
     outcome: JsonDict | None
     if resolved is None:
@@ -203,6 +207,8 @@ async def _handle_one(delivery: _Delivery) -> None:
     if outcome is None:
         return  # timed out: the timer already acked and reported
     delivery.ack()  # J-118: ack before report
+    if delivery.trace is not None:
+        delivery.trace.end(outcome, batch.clock.now())
     await _report(shard, job_id, outcome, batch)
 
 
@@ -242,10 +248,9 @@ async def _run(
     )
     if batch.log_starts:
         log_event(jobs_log, logging.INFO, "job started", binding=binding, job=job_id, attempt=ctx.attempt)
+    pending = perform(resolved.performer, payload, ctx, timer, cancel_on_timeout=resolved.cancel_on_timeout)
     try:
-        result = await perform(
-            resolved.performer, payload, ctx, timer, cancel_on_timeout=resolved.cancel_on_timeout
-        )
+        result = await (pending if delivery.trace is None else delivery.trace.run(pending))
     except Exception as error:
         if timer is not None and timer.fired:
             return None  # J-74: a late outcome is discarded
@@ -279,9 +284,10 @@ async def _report_timeout(
 ) -> None:
     try:
         delivery.ack()
-        await _report(
-            shard, job_id, outcomes.failure(error, attempt, delivery.batch.clock.now()), delivery.batch
-        )
+        outcome = outcomes.failure(error, attempt, delivery.batch.clock.now())
+        if delivery.trace is not None:
+            delivery.trace.end(outcome, delivery.batch.clock.now(), error)
+        await _report(shard, job_id, outcome, delivery.batch)
     finally:
         delivery.settle()
 
