@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from tsumugi.api.auth_access import access_auth
     from tsumugi.api.auth_bearer import bearer_auth
     from tsumugi.application import Tsumugi, define_tsumugi
+    from tsumugi.application.flow_runs import send_event
     from tsumugi.client import create_client, enqueue, enqueue_many, shard_for
     from tsumugi.clock import FixedClock, SystemClock
     from tsumugi.core.config import (
@@ -66,6 +67,7 @@ _ORIGINS: dict[str, str] = {
     "bearer_auth": "tsumugi.api.auth_bearer",
     "Tsumugi": "tsumugi.application",
     "define_tsumugi": "tsumugi.application",
+    "send_event": "tsumugi.application.flow_runs",
     "create_client": "tsumugi.client",
     "enqueue": "tsumugi.client",
     "enqueue_many": "tsumugi.client",
@@ -179,6 +181,7 @@ __all__ = [
     "parse_job_id",
     "remote",
     "resolve_shard",
+    "send_event",
     "shard_for",
     "shard_name",
     "shard_name_of",

@@ -61,6 +61,7 @@ EXPECTED = [
     "parse_job_id",
     "remote",
     "resolve_shard",
+    "send_event",
     "shard_for",
     "shard_name",
     "shard_name_of",

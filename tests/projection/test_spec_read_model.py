@@ -101,6 +101,10 @@ def test_each_migration_adds_exactly_what_its_rule_states() -> None:
     _apply(conn, "0008_add_progress.sql")  # D-8
     assert _columns(conn, "job")[-1] == ("progress", "REAL", False, 0)
     assert len(_columns(conn, "job")) == len(JOB_0001) + 4  # D-2, D-3, D-6, D-8
+    _apply(conn, "0009_add_flow_waits.sql")  # ADR-0147
+    assert _columns(conn, "run_node")[-3:] == [
+        ("wait", "TEXT", False, 0), ("wait_event", "TEXT", False, 0), ("wake_at", "INTEGER", False, 0),
+    ]  # fmt: skip
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert tables == {"job", "run", "run_node"}  # the package owns no ledger schema (D-11)
     # D-1: IF NOT EXISTS everywhere, so the CREATE-only files re-apply as no-ops.
@@ -260,7 +264,7 @@ async def test_one_missing_migration_message_and_recovery() -> None:
     gate = MigrationGate(FixedClock(NOW).now)
     status = await gate.check(db)
     assert status.error_message() == (
-        "database schema is out of date: 0008_add_progress.sql not applied. "
+        f"database schema is out of date: {EXPECTED_MIGRATIONS[-1]} not applied. "
         'run "wrangler d1 migrations apply <database> --remote"'
     )
     await db.run("INSERT INTO d1_migrations (name) VALUES (?)", (EXPECTED_MIGRATIONS[-1],))

@@ -8,7 +8,7 @@ from collections.abc import Collection, Mapping
 from typing import Any, Final
 
 from tsumugi.client import env_binding
-from tsumugi.core.flow.ids import format_run_id
+from tsumugi.core.flow.ids import format_run_id, parse_run_id
 from tsumugi.core.ids import new_local_id
 from tsumugi.core.input_bounds import clamp_duration
 from tsumugi.errors import ConfigurationError, InvalidFlowError, UnknownMutationError
@@ -22,6 +22,7 @@ __all__ = [
     "control_run",
     "list_schedules",
     "run_for",
+    "send_event",
     "start_run",
 ]
 
@@ -69,6 +70,20 @@ async def control_run(env: Any, run_id: str, action: str) -> JsonDict:
     stub = run_for(env, run_id)
     result = await (stub.cancel() if action == "cancel" else stub.retry())
     return dict(result) if isinstance(result, Mapping) else {"ok": bool(getattr(result, "ok", False))}
+
+
+async def send_event(env: Any, run_id: str, event: str, payload: Any = None) -> JsonDict:
+    """Send ``event`` to the run; ``payload`` becomes the result of the node that waits for it.
+
+    Returns ``{"ok": True, "node": ..., "state": "COMPLETED"}`` when the waiting node took it, or
+    ``"state": "PENDING"`` when the node has not started waiting yet and the event is kept for it.
+    Otherwise ``{"ok": False, "reason": ...}`` with reason ``already-satisfied`` (the node had its
+    event; this one is not applied), ``unknown-event`` (no node of the run waits for it),
+    ``invalid-state`` (the run or the node no longer waits), ``invalid-payload`` or ``gone``.
+    """
+    parse_run_id(run_id)
+    result = await run_for(env, run_id).send_event(event, payload)
+    return dict(result) if isinstance(result, Mapping) else {"ok": False, "reason": "gone"}
 
 
 async def list_schedules(env: Any) -> list[JsonDict]:

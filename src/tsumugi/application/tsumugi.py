@@ -18,6 +18,7 @@ from tsumugi.application.flow_runs import (
     run_for,
     start_run,
 )
+from tsumugi.application.flow_runs import send_event as send_run_event
 from tsumugi.application.hosting import OutsideWorkers, hosted_class
 from tsumugi.application.typed_inputs import TypedInputs
 from tsumugi.client import JobClient, ShardHandle, env_binding
@@ -285,6 +286,11 @@ class Tsumugi:
     async def run_control(env: Any, run_id: str, action: str) -> JsonDict:
         """``POST /api/runs/{id}/cancel|retry``: ``{ok}`` or ``{ok: False, reason}`` (F-69, F-77)."""
         return await control_run(env, run_id, action)
+
+    @staticmethod
+    async def send_event(env: Any, run_id: str, event: str, payload: Any = None) -> JsonDict:
+        """Send ``event`` to the run's wait-for-event node (ADR-0148); see ``tsumugi.send_event``."""
+        return await send_run_event(env, run_id, event, payload)
 
     @staticmethod
     async def list_schedules(env: Any) -> list[JsonDict]:

@@ -34,6 +34,8 @@ class RunPeer(Protocol):
 
     async def state(self) -> str | None: ...
 
+    async def send_event(self, event: str, payload: Any = None) -> JsonDict: ...
+
 
 class RunPeers(Protocol):
     """``env.RUN``: the coordinator of a run id."""

@@ -10,7 +10,7 @@ RUN_SUMMARY_COLUMNS: Final = "id, flow, state, node_total, node_done, node_faile
 RUN_DETAIL_COLUMNS: Final = RUN_SUMMARY_COLUMNS + ", input, parent_run_id, parent_node_id"
 NODE_COLUMNS: Final = (
     "node_id, binding, state, container, parent, origin, after, job_id, child_run_id, result, error, "
-    "position, created_at, updated_at"
+    "position, created_at, updated_at, wait, wait_event, wake_at"
 )
 
 Row = dict[str, SqlValue]

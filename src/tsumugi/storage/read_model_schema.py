@@ -14,6 +14,7 @@ EXPECTED_MIGRATIONS: Final[tuple[str, ...]] = (
     "0006_add_run_after.sql",
     "0007_add_key_indexes.sql",
     "0008_add_progress.sql",
+    "0009_add_flow_waits.sql",
 )
 
 # J-193: every D1 `job` column, in the order the upsert binds them.
@@ -75,6 +76,9 @@ RUN_NODE_COLUMNS: Final[tuple[str, ...]] = (
     "position",
     "created_at",
     "updated_at",
+    "wait",  # ADR-0147
+    "wait_event",
+    "wake_at",
 )
 RUN_NODE_FROZEN_COLUMNS: Final = frozenset({"run_id", "node_id", "created_at", "binding"})
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from tsumugi.clock import FixedClock
 from tsumugi.core.flow.advance import DecisionType, NodeView, advance
 from tsumugi.core.flow.building import (
     WHEN_FALSE,
@@ -17,6 +19,7 @@ from tsumugi.core.flow.building import (
 )
 from tsumugi.core.flow.model import Flow, NodeKind, NodeSpec
 from tsumugi.core.flow.results import collected_dep_value, fan_out_summary
+from tsumugi.core.flow.waits import WaitKind, due_outcome, is_due, wake_at_of
 
 __all__ = ["SimulatedNode", "SimulationResult", "simulate_flow"]
 
@@ -34,6 +37,7 @@ class SimulatedNode:
     result: Any
     parent: str | None
     error: str | None = field(default=None, compare=False)  # records compare by the spec's six fields
+    at: int | None = field(default=None, compare=False)  # simulated epoch ms when the node settled
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,11 +57,23 @@ Results = Mapping[str, Any] | Callable[[dict[str, Any]], Any] | None
 
 
 class _Simulation:
-    def __init__(self, flow: Flow, flow_input: Any, results: Results, fails: Collection[str]) -> None:
+    def __init__(
+        self,
+        flow: Flow,
+        flow_input: Any,
+        results: Results,
+        fails: Collection[str],
+        events: Mapping[str, Any],
+        clock: FixedClock | None,
+    ) -> None:
         self.flow = flow
         self.flow_input = flow_input
         self.results = results
         self.fails = frozenset(fails)
+        self.events = events
+        self.clock = clock
+        self.now = clock.now() if clock is not None else 0
+        self.wakes: dict[str, int] = {}  # waiting node -> when it stops waiting (ADR-0147)
         self.views: dict[str, NodeView] = {
             spec.id: NodeView(
                 spec.id,
@@ -65,6 +81,7 @@ class _Simulation:
                 container=spec.kind is NodeKind.FAN_OUT,
                 after=spec.edges,
                 trigger=spec.effective_trigger.value,
+                waiting=spec.wait is not None,
             )
             for spec in flow.nodes
         }
@@ -76,7 +93,10 @@ class _Simulation:
         for _ in range(MAX_ROUNDS):
             progress = advance(list(self.views.values()), cancelling=False)
             if not progress.decisions:
-                break
+                if not self.wakes:
+                    break
+                self.wake_next()
+                continue
             for decision in progress.decisions:
                 self.apply(decision.type, decision.id, decision.reason)
         return SimulationResult(self.out, advance(list(self.views.values()), cancelling=False).state)
@@ -98,6 +118,8 @@ class _Simulation:
             self.record(view, self._binding(node_id), None, "COMPLETED", summary)
         elif kind is DecisionType.EXPAND:
             self.expand(self._spec(node_id))
+        elif kind is DecisionType.WAIT:
+            self.wait(view)
         else:
             self.start(view)
 
@@ -126,6 +148,40 @@ class _Simulation:
             return
         self.record(view, binding, payload, "COMPLETED", self._result(view.id, binding, payload))
 
+    def wait(self, view: NodeView) -> None:
+        """ADR-0147/0148: a given event completes the node at once; otherwise it waits on the clock."""
+        spec = self._spec(view.id)
+        assert spec.wait is not None
+        deps = build_deps(spec, self.dep_value)
+        try:
+            allowed = when_allows(spec, self.flow_input, deps)
+            wake_at = wake_at_of(spec.id, spec.wait, self.flow_input, deps, self.now) if allowed else None
+        except Exception as exc:
+            self.record(view, "", None, "FAILED", None, str(exc))
+            return
+        if not allowed:
+            self.record(view, "", None, "SKIPPED", None, WHEN_FALSE)
+        elif spec.wait.event is not None and spec.wait.event in self.events:
+            self.record(view, "", None, "COMPLETED", self.events[spec.wait.event])
+        elif spec.wait.kind is WaitKind.SLEEP and is_due(wake_at, self.now):
+            self.record(view, "", None, "COMPLETED", None)
+        else:
+            self.views[view.id] = _with_state(view, "RUNNING")  # no timeout: it waits for ever
+            if wake_at is not None:
+                self.wakes[view.id] = wake_at
+
+    def wake_next(self) -> None:
+        """Move the clock to the earliest wake and settle every node due then."""
+        self.now = max(self.now, min(self.wakes.values()))
+        if self.clock is not None and self.clock.now() < self.now:
+            self.clock.advance(self.now - self.clock.now())
+        for node_id in [n for n, at in self.wakes.items() if at <= self.now]:
+            del self.wakes[node_id]
+            wait = self._spec(node_id).wait
+            assert wait is not None
+            outcome = due_outcome(wait.kind.value, wait.event, wait.on_timeout.value)
+            self.record(self.views[node_id], "", None, outcome.state, None, outcome.error)
+
     def expand(self, spec: NodeSpec) -> None:
         deps = build_deps(spec, self.dep_value)
         view = self.views[spec.id]
@@ -151,7 +207,7 @@ class _Simulation:
         if view.id in self.children:
             self.children[view.id].view = updated
         self.recorded[view.id] = result
-        self.out.append(SimulatedNode(view.id, binding, payload, state, result, view.parent, error))
+        self.out.append(SimulatedNode(view.id, binding, payload, state, result, view.parent, error, self.now))
 
     def _result(self, node_id: str, binding: str, payload: Any) -> Any:
         node = {"id": node_id, "binding": binding, "payload": payload}
@@ -176,13 +232,17 @@ class _Simulation:
 
 
 def _with_state(view: NodeView, state: str) -> NodeView:
-    return NodeView(
-        view.id, state, view.container, view.subflow, view.parent, view.origin, view.after, view.trigger
-    )
+    return dataclasses.replace(view, state=state)
 
 
 def simulate_flow(
-    flow: Flow, input: Any, *, results: Results = None, fails: Collection[str] = ()
+    flow: Flow,
+    input: Any,
+    *,
+    results: Results = None,
+    fails: Collection[str] = (),
+    events: Mapping[str, Any] | None = None,
+    clock: FixedClock | None = None,
 ) -> SimulationResult:
     """Run ``advance`` to the end with made-up node outcomes (F-94).
 
@@ -190,5 +250,11 @@ def simulate_flow(
     them; or it is one such function for every node. Nodes listed in ``fails`` fail. Subflow nodes act as
     plain nodes whose payload is the child run's input; spawns, deadlines and the node limit are not
     simulated.
+
+    ``events`` maps event names to payloads: a wait-for-event node whose event is given completes with
+    it as its result as soon as it waits; one whose event is not given times out (or, without a
+    timeout, keeps the run RUNNING). Sleeps and timeouts pass on a simulated clock that starts at
+    ``clock.now()`` (0 without a clock); a ``FixedClock`` given here is advanced to each wake, and
+    every record's ``at`` says when the node settled.
     """
-    return _Simulation(flow, input, results, fails).run()
+    return _Simulation(flow, input, results, fails, events or {}, clock).run()

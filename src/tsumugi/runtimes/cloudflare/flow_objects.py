@@ -78,6 +78,10 @@ class RunObject(HostedCoordinator):
     async def retry(self) -> Any:
         return to_js_value(await self.run.retry())
 
+    async def send_event(self, event: str, payload: Any = None) -> Any:
+        """ADR-0148: an event for the run's wait-for-event node, routed like every other run RPC."""
+        return to_js_value(await self.run.send_event(str(to_py_value(event)), to_py_value(payload)))
+
 
 class SchedulerObject(HostedCoordinator):
     """The app's cron schedules (``SCHEDULER``): one instance fires every schedule on its alarm."""
