@@ -43,6 +43,7 @@ class _Call(Generic[M]):
     params: Mapping[str, Any] = field(default_factory=dict)
     body: Any = None
     mutation: bool = False
+    answers: bool = False  # ADR-0148: a refusal that carries "accepted" is an answer, not an error
 
 
 def _segment(value: str) -> str:
@@ -60,6 +61,8 @@ def _result(call: _Call[Any], response: httpx.Response) -> Any:
         body = None
     if call.mutation and response.status_code in (409, 410):
         return {"ok": False, "reason": "gone" if response.status_code == 410 else "invalid-state"}
+    if call.answers and isinstance(body, dict) and "accepted" in body:
+        return body
     if response.status_code >= 400:
         message = body.get("error") if isinstance(body, dict) else response.text
         raise RestApiError(response.status_code, str(message), body)
@@ -95,6 +98,11 @@ class _Calls:
     @staticmethod
     def run_action(run_id: str, action: str) -> _Call[Any]:
         return _Call("POST", f"/api/runs/{_segment(run_id)}/{action}", None, body={}, mutation=True)
+
+    @staticmethod
+    def run_event(run_id: str, event: str, payload: Any) -> _Call[Any]:
+        path = f"/api/runs/{_segment(run_id)}/events/{_segment(event)}"
+        return _Call("POST", path, None, body=payload, answers=True)
 
 
 def _job_options(
@@ -238,6 +246,15 @@ class TsumugiClient:
     def cancel_run(self, run_id: str) -> dict[str, Any]:
         return cast(dict[str, Any], self._send(_Calls.run_action(run_id, "cancel")))
 
+    def send_event(self, run_id: str, event: str, payload: Any = None) -> dict[str, Any]:
+        """Send ``event`` to the run; ``payload`` becomes the waiting node's result (ADR-0148).
+
+        Returns ``{"accepted": True, "node", "state"}`` (state COMPLETED, or PENDING when the event is
+        kept until the node waits) or ``{"accepted": False, "error", "node"?}`` when refused (already
+        satisfied, not allowed in the current state, no node waits for it). An unknown run raises.
+        """
+        return cast(dict[str, Any], self._send(_Calls.run_event(run_id, event, payload)))
+
     def schedules(self) -> list[models.Schedule]:
         result: models.ScheduleList = self._send(_Call("GET", "/api/schedules", models.ScheduleList))
         return result.schedules
@@ -369,6 +386,15 @@ class AsyncTsumugiClient:
 
     async def cancel_run(self, run_id: str) -> dict[str, Any]:
         return cast(dict[str, Any], await self._send(_Calls.run_action(run_id, "cancel")))
+
+    async def send_event(self, run_id: str, event: str, payload: Any = None) -> dict[str, Any]:
+        """Send ``event`` to the run; ``payload`` becomes the waiting node's result (ADR-0148).
+
+        Returns ``{"accepted": True, "node", "state"}`` (state COMPLETED, or PENDING when the event is
+        kept until the node waits) or ``{"accepted": False, "error", "node"?}`` when refused (already
+        satisfied, not allowed in the current state, no node waits for it). An unknown run raises.
+        """
+        return cast(dict[str, Any], await self._send(_Calls.run_event(run_id, event, payload)))
 
     async def schedules(self) -> list[models.Schedule]:
         result: models.ScheduleList = await self._send(_Call("GET", "/api/schedules", models.ScheduleList))

@@ -239,6 +239,29 @@ class RunNode(BaseModel):
     position: int
     created_at: int
     updated_at: int
+    wait: Literal["sleep", "event"] | None = Field(
+        default=None, description="what a waiting node waits for; null for every other node"
+    )
+    wait_event: str | None = Field(default=None, description="the event a wait-for-event node waits for")
+    wake_at: int | None = Field(
+        default=None, description="epoch ms when a sleep ends or a wait for an event gives up"
+    )
+
+
+class EventAccepted(BaseModel):
+    """The event was taken (200, state COMPLETED) or kept until its node waits (202, state PENDING)."""
+
+    accepted: Literal[True]
+    node: str
+    state: Literal["COMPLETED", "PENDING"]
+
+
+class EventRefused(BaseModel):
+    """409 ``already satisfied`` or ``not allowed in the current state``; 404 when no node waits for it."""
+
+    accepted: Literal[False]
+    node: str | None = None
+    error: str
 
 
 class RunList(BaseModel):

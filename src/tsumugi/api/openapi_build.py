@@ -28,6 +28,7 @@ SCHEMA_MODELS: Final[tuple[type[BaseModel], ...]] = (
     m.ScheduleList, m.RunSummary, m.RunDetail, m.RunNode, m.RunList, m.RunDetailResponse,
     m.StartRunRequest, m.BindingMetrics, m.MetricsPoint, m.MetricsResponse, m.RateLimit, m.PolicyPatch,
     m.PolicyResult, m.OpenApiDocument,
+    m.EventAccepted, m.EventRefused,  # ADR-0148
 )  # fmt: skip
 _SIMPLE_KEYS: Final = frozenset(
     {"type", "enum", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength",

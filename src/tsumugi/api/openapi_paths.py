@@ -57,6 +57,12 @@ _REFUSALS: Final = {
     410: "no longer available: removed from the coordinator after the retention period",
 }
 _BINDING: Final = Param("binding", _STRING, "path")
+# ADR-0148: the event name of a wait-for-event node, and what the event route refuses with.
+_EVENT: Final = Param("event", {"type": "string", "pattern": r"^[A-Za-z0-9_.-]{1,128}$"}, "path")
+_EVENT_REFUSALS: Final = {
+    404: "unknown run, or no node of this run waits for this event",
+    409: "already satisfied, or not allowed in the current state",
+}
 
 OPERATIONS: Final[tuple[Operation, ...]] = (
     Operation("GET", "/api/jobs", "listJobs", "List jobs", "JobList", params=_JOB_QUERY),
@@ -98,6 +104,10 @@ OPERATIONS: Final[tuple[Operation, ...]] = (
               errors=(400, 401, 409, 410, 501, 503), params=(_RUN_ID,), error_descriptions=_REFUSALS),
     Operation("POST", "/api/runs/{id}/cancel", "cancelRun", "Cancel a RUNNING run", "Mutation",
               errors=(400, 401, 409, 410, 501, 503), params=(_RUN_ID,), error_descriptions=_REFUSALS),
+    Operation("POST", "/api/runs/{id}/events/{event}", "sendRunEvent",
+              "Send an event to the run's wait-for-event node; the JSON body is the payload", "EventAccepted",
+              errors=(400, 401, 404, 409, 501, 503), params=(_RUN_ID, _EVENT),
+              error_descriptions=_EVENT_REFUSALS),
     Operation("GET", "/api/flows", "listFlows", "Flow names", "FlowList"),
     Operation("GET", "/api/openapi.json", "getOpenApi", "This document", "OpenApiDocument", errors=(401,)),
 )  # fmt: skip

@@ -175,6 +175,17 @@ class BindingMetrics(TypedDict):
     binding: str
     total: float
     failed: float
+    wait: Literal["sleep", "event"] | None  # ADR-0147: what a waiting node waits for
+    wait_event: str | None
+    wake_at: int | None  # when a sleep ends or a wait for an event gives up
+
+
+class EventAnswer(TypedDict):
+    """200/202 of ``POST /api/runs/{id}/events/{event}`` (ADR-0148)."""
+
+    accepted: bool
+    node: str
+    state: str  # COMPLETED: the node took the payload; PENDING: kept until the node waits
     failureRate: float
     avgDurationMs: float
     maxDurationMs: float
