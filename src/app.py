@@ -3,7 +3,8 @@
 It imports nothing that only exists under Pyodide, so the local runtime can load it on CPython.
 Each performer's binding is its class name (J-60). Flows: ``GREETINGS`` lists names, greets each and
 reports; ``PIPELINE`` runs ``GREETINGS`` as a subflow, then a summary; ``TIMED`` lists names within
-ten minutes. Schedules poll ``ListNames``, ping ``Hello`` and start ``GREETINGS`` nightly.
+ten minutes; ``NAPPING`` sleeps first and ``APPROVAL`` waits for an event. Schedules poll ``ListNames``,
+ping ``Hello`` and start ``GREETINGS`` nightly.
 The REST API and dashboard answer with the bearer token ``TSUMUGI_TOKEN`` (header or cookie).
 """
 
@@ -153,6 +154,20 @@ def TIMED(f: FlowBuilder) -> None:
     f.node("list", "ListNames", input=lambda i, d: {"prefix": i.get("prefix", "timed")})
 
 
+@flow
+def NAPPING(f: FlowBuilder) -> None:
+    """``{prefix}``: sleep a second without holding a job (ADR-0147), then list names."""
+    nap = f.sleep("nap", ms=1_000)
+    f.node("list", "ListNames", after={"nap": nap}, input=lambda i, d: {"prefix": i["prefix"]})
+
+
+@flow
+def APPROVAL(f: FlowBuilder) -> None:
+    """Waits for the event ``approved`` (ADR-0148); its payload's ``prefix`` names the list."""
+    approval = f.wait_for_event("approval", event="approved", timeout_ms=TIMED_DEADLINE_MS)
+    f.node("list", "ListNames", after={"ok": approval}, input=lambda i, d: {"prefix": d["ok"]["prefix"]})
+
+
 def _ping(context: ScheduleContext) -> dict[str, str]:
     return {"name": f"ping-{context.scheduled_at}"}  # S-4: the occurrence, not the firing time
 
@@ -160,7 +175,13 @@ def _ping(context: ScheduleContext) -> dict[str, str]:
 tsumugi = define_tsumugi(
     performers=PERFORMERS,
     bindings=BINDINGS,
-    flows={"GREETINGS": GREETINGS, "PIPELINE": PIPELINE, "TIMED": TIMED},
+    flows={
+        "GREETINGS": GREETINGS,
+        "PIPELINE": PIPELINE,
+        "TIMED": TIMED,
+        "NAPPING": NAPPING,
+        "APPROVAL": APPROVAL,
+    },
     schedules={
         "poll-names": {"binding": "ListNames", "every_ms": 300_000, "payload": {"prefix": "poll"}},
         "ping-hello": {"binding": "Hello", "every_ms": 60_000, "payload": _ping, "overlap": "overlap"},

@@ -155,7 +155,7 @@ def test_a_greetings_run_over_rest(client: httpx.Client) -> None:
         "list",
         "report",
     ]
-    assert client.get("/api/flows").json() == {"flows": ["GREETINGS", "PIPELINE", "TIMED"]}
+    assert client.get("/api/flows").json() == {"flows": ["APPROVAL", "GREETINGS", "NAPPING", "PIPELINE", "TIMED"]}
     schedules = client.get("/api/schedules").json()["schedules"]
     assert [entry["name"] for entry in schedules] == ["nightly", "ping-hello", "poll-names"]  # S-21
     bad = client.post("/api/runs", json={"flow": "NOPE", "input": {}})

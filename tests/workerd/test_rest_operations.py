@@ -38,7 +38,7 @@ def test_stats_count_the_read_model(workers: Workers, seeded: Seeded, list_group
     ("path", "body"),
     [
         ("/api/bindings", {"bindings": sorted(REGISTERED)}),
-        ("/api/flows", {"flows": ["GREETINGS", "PIPELINE", "TIMED"]}),
+        ("/api/flows", {"flows": ["APPROVAL", "GREETINGS", "NAPPING", "PIPELINE", "TIMED"]}),
     ],
 )
 def test_registered_names_sorted(workers: Workers, path: str, body: Any) -> None:
