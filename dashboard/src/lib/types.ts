@@ -65,6 +65,11 @@ export interface RunNode {
   position: number;
   created_at: number;
   updated_at: number;
+  /** ADR-0147: what a sleep or wait-for-event node waits for; null (or absent) for other nodes. */
+  wait?: "sleep" | "event" | null;
+  wait_event?: string | null;
+  /** Epoch ms when a sleep ends or a wait for an event gives up. */
+  wake_at?: number | null;
 }
 
 export interface Schedule {
