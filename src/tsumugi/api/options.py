@@ -10,7 +10,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from tsumugi.clock import Clock, SystemClock
-from tsumugi.core.enqueue_keys import EnqueueOutcome
 from tsumugi.ports import JsonDict, ShardNamespace, SqlDatabase
 
 DEFAULT_FAILED_RETENTION_MS = 604_800_000  # 7 days (jobs.md 10.2)
@@ -82,10 +81,8 @@ def _env_attr(name: str) -> Callable[[Any], Any]:
 
 
 EnqueueFn = Callable[[Any, JsonDict], Awaitable[str]]
-EnqueueOutcomeFn = Callable[[Any, JsonDict], Awaitable[EnqueueOutcome]]
 StartRunFn = Callable[[Any, str, Any, str | None, int | None], Awaitable[str]]
 RunControlFn = Callable[[Any, str, str], Awaitable[JsonDict]]
-RunEventFn = Callable[[Any, str, str, Any], Awaitable[JsonDict]]
 SchedulesFn = Callable[[Any], Awaitable[Sequence[JsonDict]]]
 
 
@@ -99,12 +96,9 @@ class RestOptions:
         performers: registered binding names in registration order; None = standalone (A-56, A-33).
         bindings: per-binding options; a binding not listed gets the defaults.
         enqueue: ``async (env, wire_input) -> job id``; None -> 501 (A-20).
-        enqueue_outcome: ``async (env, wire_input) -> EnqueueOutcome``, for an input with a debounce or
-            throttle key, whose answer says whether it debounced or dropped (ADR-0149, ADR-0150).
         flows: registered flow names; empty -> runs 501 (A-21, A-22).
         start_run: ``async (env, flow, input, local_id | None, deadline_ms | None) -> run id``.
         run_control: ``async (env, run_id, "retry" | "cancel") -> {"ok": bool, "reason"?: str}``.
-        run_event: ``async (env, run_id, event, payload) -> {"ok": bool, "node"?, "state"?, "reason"?}``.
         schedules: ``async (env) -> list of Schedule dicts``; None -> 501 (A-23).
         metrics: ``env -> MetricsReader | None``, evaluated per request; None -> 501 (A-24).
         check_bindings: ``env -> MissingBindingsReport | None``; None = standalone, no check (A-19).
@@ -117,11 +111,9 @@ class RestOptions:
     performers: Sequence[str] | None = None
     bindings: Mapping[str, BindingOptions] = field(default_factory=dict)
     enqueue: EnqueueFn | None = None
-    enqueue_outcome: EnqueueOutcomeFn | None = None
     flows: Sequence[str] = ()
     start_run: StartRunFn | None = None
     run_control: RunControlFn | None = None
-    run_event: RunEventFn | None = None  # ADR-0148
     schedules: SchedulesFn | None = None
     metrics: Callable[[Any], MetricsReader | None] | None = None
     check_bindings: Callable[[Any], MissingBindingsReport | None] | None = None
