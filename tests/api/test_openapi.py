@@ -23,6 +23,7 @@ SPEC_OPERATIONS = {
     # A-26 superseded / J-176
     ("post", "/api/bindings/{binding}/policy"): "updateBindingPolicy",
     ("post", "/api/bindings/{binding}/policy/reset"): "resetBindingPolicy",
+    ("post", "/api/runs/{id}/events/{event}"): "sendRunEvent",  # ADR-0148
 }  # fmt: skip
 NAMED_SCHEMAS = {
     "Error", "Mutation", "JobSummary", "AttemptRecord", "JobDetail", "CreateJobRequest", "RunSummary",
