@@ -51,3 +51,15 @@ async def test_queue_lag_runs_from_run_after_to_the_dispatch(otel: Otel, local: 
     assert (lag.count, lag.sum, dict(lag.attributes)) == (1, 2_000, {"tsumugi.binding": "Other"})
     for state in ("SCHEDULED", "QUEUED", "COMPLETED"):
         assert otel.total("tsumugi.job.state_changes", binding="Other", job_state=state) == 1
+
+
+async def test_an_operators_retry_is_a_state_change_but_not_a_retry(otel: Otel, local: Local) -> None:
+    job_id = await local.app.enqueue(local.env, binding="Work", payload={"fail_until": 5}, max_attempts=1)
+    await local.settled(job_id, "FAILED")
+    answer = await local.env.JOB_SHARD.get(job_id.rsplit(":", 1)[0]).retry(job_id)  # J-132
+    assert answer["ok"] is True
+    await polling.until(lambda: len(otel.spans("tsumugi.attempt")) == 2, "the second attempt", DEADLINE_S)
+    await local.settled(job_id, "FAILED")
+    assert otel.total("tsumugi.job.state_changes", binding="Work", job_state="SCHEDULED") == 2
+    assert otel.total("tsumugi.job.state_changes", binding="Work", job_state="FAILED") == 2
+    assert otel.total("tsumugi.job.retries") == 0
