@@ -12,19 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from tsumugi.api.auth_bearer import bearer_auth
-from tsumugi.application import define_tsumugi
-from tsumugi.client import env_binding
-from tsumugi.core.schedules import ScheduleContext
-from tsumugi.flows import FlowBuilder, create_flow
-from tsumugi.performer import JobContext, Performer, remote
-from tsumugi.ui import DEFAULT_TOKEN_COOKIE
+from tsumugi import (
+    FlowBuilder,
+    JobContext,
+    Performer,
+    ScheduleContext,
+    bearer_auth,
+    create_flow,
+    define_tsumugi,
+    remote,
+)
 
 log = logging.getLogger("tsumugi.example")
 
@@ -172,6 +176,12 @@ def _ping(context: ScheduleContext) -> dict[str, str]:
     return {"name": f"ping-{context.scheduled_at}"}  # S-4: the occurrence, not the firing time
 
 
+def _token(env: Any) -> str | None:
+    """The bearer token: the Worker's ``TSUMUGI_TOKEN`` secret, or ``.dev.vars`` under ``tsumugi dev``."""
+    token = env.get("TSUMUGI_TOKEN") if isinstance(env, Mapping) else getattr(env, "TSUMUGI_TOKEN", None)
+    return token if isinstance(token, str) else None
+
+
 tsumugi = define_tsumugi(
     performers=PERFORMERS,
     bindings=BINDINGS,
@@ -187,13 +197,13 @@ tsumugi = define_tsumugi(
         "ping-hello": {"binding": "Hello", "every_ms": 60_000, "payload": _ping, "overlap": "overlap"},
         "nightly": {"flow": "GREETINGS", "cron": "0 3 * * *", "input": {"prefix": "nightly"}},
     },
-    auth=bearer_auth(lambda env: env_binding(env, "TSUMUGI_TOKEN"), cookie=DEFAULT_TOKEN_COOKIE),
+    auth=bearer_auth(_token, cookie="tsumugi_token"),  # the dashboard keeps the token in that cookie
 )
 
 
 def _refusal(request: Request, env: Any) -> Response | None:
     """Bearer ``TSUMUGI_TOKEN``; with no token configured the routes answer 404 (fail-closed, J-9)."""
-    token = getattr(env, "TSUMUGI_TOKEN", None)
+    token = _token(env)
     if not token:
         return JSONResponse({"error": "not found"}, status_code=404)
     if request.headers.get("authorization") != f"Bearer {token}":

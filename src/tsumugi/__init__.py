@@ -1,8 +1,14 @@
 """Tsumugi: a durable job system for the Cloudflare stack, with an embedded local runtime.
 
-The public surface is listed in ``__all__`` (pinned by ``tests/meta/test_public_surface.py``). Names load
-lazily so that ``import tsumugi.performer`` in a performer-only Worker stays light (jobs.md 10.8).
+Everything an app needs imports from here: ``define_tsumugi``, ``Performer`` and ``JobContext``,
+``create_flow`` and ``FlowBuilder``, ``bearer_auth``, the REST clients (``TsumugiClient``,
+``AsyncTsumugiClient``) and the local runtime (``LocalRuntime``). Test helpers are in ``tsumugi.testing``
+and log formatting in ``tsumugi.logging``. Names load on first use, so ``import tsumugi.performer`` in a
+performer-only Worker stays light.
 """
+
+# jobs.md 10.8: a performer-only Worker loads no shard, SQL or HTTP code. __all__ is pinned by
+# tests/meta/test_public_surface.py.
 
 from __future__ import annotations
 
@@ -59,8 +65,11 @@ if TYPE_CHECKING:
         TsumugiError,
         TsumugiTimeoutError,
     )
-    from tsumugi.flows import create_flow
+    from tsumugi.flows import FlowBuilder, create_flow
+    from tsumugi.logging import configure_logging
     from tsumugi.performer import HeartbeatResult, JobContext, Performer, remote
+    from tsumugi.rest_client import AsyncTsumugiClient, RestApiError, TsumugiClient
+    from tsumugi.runtimes.local.runtime import LocalRuntime
 
 _ORIGINS: dict[str, str] = {
     "access_auth": "tsumugi.api.auth_access",
@@ -84,6 +93,11 @@ _ORIGINS: dict[str, str] = {
     "EnqueueInput": "tsumugi.core.options",
     "EnqueueOptions": "tsumugi.core.options",
     "create_flow": "tsumugi.flows",
+    "FlowBuilder": "tsumugi.flows",
+    "configure_logging": "tsumugi.logging",
+    # Loaded on first use, so importing tsumugi never loads the local runtime, httpx or pydantic.
+    "LocalRuntime": "tsumugi.runtimes.local.runtime",
+    **dict.fromkeys(("AsyncTsumugiClient", "RestApiError", "TsumugiClient"), "tsumugi.rest_client"),
     **dict.fromkeys(
         (
             "BindingConfig",
@@ -128,6 +142,7 @@ _ORIGINS: dict[str, str] = {
 }
 
 __all__ = [
+    "AsyncTsumugiClient",
     "BindingConfig",
     "ConfigurationError",
     "EnqueueError",
@@ -137,6 +152,7 @@ __all__ = [
     "FixedBackoff",
     "FixedClock",
     "Flow",
+    "FlowBuilder",
     "HeartbeatResult",
     "InvalidConfigError",
     "InvalidCronError",
@@ -149,6 +165,7 @@ __all__ = [
     "InvalidTransitionError",
     "JobContext",
     "JobState",
+    "LocalRuntime",
     "MissingBindingsError",
     "OnSettled",
     "Performer",
@@ -156,6 +173,7 @@ __all__ = [
     "Policy",
     "Rate",
     "RequiredKeyError",
+    "RestApiError",
     "ResultNotJsonError",
     "RetryAfter",
     "RunSettings",
@@ -163,10 +181,12 @@ __all__ = [
     "SweepOptions",
     "SystemClock",
     "Tsumugi",
+    "TsumugiClient",
     "TsumugiError",
     "TsumugiTimeoutError",
     "access_auth",
     "bearer_auth",
+    "configure_logging",
     "create_client",
     "create_flow",
     "define_tsumugi",

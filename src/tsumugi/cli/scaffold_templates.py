@@ -41,9 +41,7 @@ Performers live in src/performers/; `tsumugi add-performer NAME` adds one.
 
 import performers
 from performers import *  # noqa: F403 -- the performer classes at top level (C-11)
-from tsumugi.api import bearer_auth
-from tsumugi.application import define_tsumugi
-from tsumugi.performer import Performer
+from tsumugi import Performer, bearer_auth, define_tsumugi
 
 tsumugi = define_tsumugi(
     performers={
@@ -105,7 +103,7 @@ def performer_module(class_name: str) -> str:
 
 from typing import Any
 
-from tsumugi.performer import JobContext, Performer
+from tsumugi import JobContext, Performer
 
 
 class {class_name}(Performer):
