@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
+R = TypeVar("R")
 Inputs = Sequence[Mapping[str, Any]]
 
 
@@ -50,8 +51,11 @@ class AttemptTrace(Protocol):
 class Telemetry(Protocol):
     """The hooks engine code calls when ``tsumugi.telemetry.active`` is set."""
 
-    def enqueue(self, inputs: Inputs, send: Callable[[Inputs], Awaitable[list[str]]]) -> Awaitable[list[str]]:
-        """Run ``send`` in a ``tsumugi.enqueue`` span; inputs without a traceparent get the span's."""
+    def enqueue(self, inputs: Inputs, send: Callable[[Inputs], Awaitable[list[R]]]) -> Awaitable[list[R]]:
+        """Run ``send`` in a ``tsumugi.enqueue`` span; inputs without a traceparent get the span's.
+
+        ``send`` answers one value per input: a job id, or any answer that names one.
+        """
         ...
 
     def attempt(self, body: Mapping[str, Any], binding: str, job_id: str, now_ms: int) -> AttemptTrace:

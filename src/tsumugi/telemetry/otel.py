@@ -18,6 +18,7 @@ from tsumugi.telemetry.hooks import Inputs, NodeRecord, RunRecord
 from tsumugi.telemetry.otel_metrics import BINDING, FLOW, OUTCOME, RUN_STATE, Instruments
 
 T = TypeVar("T")
+R = TypeVar("R")
 NS_PER_MS: Final = 1_000_000
 FAILED_NODE_STATES: Final = frozenset({"FAILED", "STALLED"})
 _PROPAGATOR: Final = TraceContextTextMapPropagator()  # the job field is W3C traceparent (J-40)
@@ -42,7 +43,7 @@ class OpenTelemetry:
         self.tracer = trace.get_tracer("tsumugi", __version__, tracer_provider=tracer_provider)
         self.instruments = Instruments(meter_provider)
 
-    async def enqueue(self, inputs: Inputs, send: Callable[[Inputs], Awaitable[list[str]]]) -> list[str]:
+    async def enqueue(self, inputs: Inputs, send: Callable[[Inputs], Awaitable[list[R]]]) -> list[R]:
         bindings = {item.get("binding") for item in inputs}
         attributes: dict[str, Any] = {"tsumugi.job.count": len(inputs)}
         if len(bindings) == 1 and isinstance(binding := next(iter(bindings)), str):
@@ -59,7 +60,7 @@ class OpenTelemetry:
                     for item in inputs
                 ]
             ids = await send(inputs)
-            if len(ids) == 1:
+            if len(ids) == 1 and isinstance(ids[0], str):
                 span.set_attribute("tsumugi.job.id", ids[0])
             return ids
 
