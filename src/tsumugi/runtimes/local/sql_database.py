@@ -44,14 +44,15 @@ class SqliteDatabase:
     made, while reads use a second connection on the caller's thread: SQLite does its work without the
     GIL, so a projection batch runs on another core while the event loop goes on, and WAL lets a reader
     see the last commit without waiting for the writer (ADR-0152). ``:memory:`` keeps one connection
-    and runs everything inline.
+    and runs everything inline, as does ``inline_writes=True``: a seeded simulation must replay the same
+    interleaving of tasks, which a thread's timing would not give it.
     """
 
     # The local runtime writes metric points into its read model (ADR-0064), so /api/metrics reads them
     # here; a D1 database holds none, and without a metrics resolver the endpoint answers 501 (A-24).
     holds_metrics = True
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, inline_writes: bool = False) -> None:
         self.path = str(path)
         self._conn = self._connect()
         # A connection may be reached from a server thread, the runtime's loop and the writer thread; a
@@ -63,6 +64,7 @@ class SqliteDatabase:
         if self.path != ":memory:":
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
+        if self.path != ":memory:" and not inline_writes:
             # One thread: the writes keep their order, as D1 applies one request after another.
             self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tsumugi-read-model")
             self._reader = self._connect()
@@ -93,8 +95,9 @@ class SqliteDatabase:
     async def _write(self, fn: Callable[..., T], *args: Any) -> T:
         if self._writer is None:
             return fn(*args)
-        # The write completes even if the caller is cancelled meanwhile: close() waits for it.
-        return await asyncio.wrap_future(self._writer.submit(fn, *args))
+        # Shielded: a write made completes even if its caller is cancelled meanwhile (close() waits for it);
+        # unshielded, cancelling the caller would drop a write still queued behind another.
+        return await asyncio.shield(asyncio.wrap_future(self._writer.submit(fn, *args)))
 
     def _run(self, sql: str, params: tuple[SqlValue, ...]) -> int:
         with self._lock:
