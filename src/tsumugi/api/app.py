@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tsumugi.api import routes_flows, routes_jobs, routes_mutations, routes_ops
+from tsumugi.api import routes_flows, routes_jobs, routes_mutations, routes_ops, routes_run_events
 from tsumugi.api.context import RequestContext
 from tsumugi.api.openapi import openapi_document
 from tsumugi.api.options import RestOptions, RuntimeGauges
@@ -70,6 +70,7 @@ ROUTES: Final[tuple[tuple[str, str, Handler], ...]] = (
     ("GET", "/api/runs/{id}", routes_flows.get_run),
     ("POST", "/api/runs/{id}/retry", routes_flows.retry_run),
     ("POST", "/api/runs/{id}/cancel", routes_flows.cancel_run),
+    ("POST", "/api/runs/{id}/events/{event}", routes_run_events.send_run_event),  # ADR-0148
     ("GET", "/api/flows", routes_flows.list_flows),
 )
 

@@ -83,6 +83,7 @@ def _env_attr(name: str) -> Callable[[Any], Any]:
 EnqueueFn = Callable[[Any, JsonDict], Awaitable[str]]
 StartRunFn = Callable[[Any, str, Any, str | None, int | None], Awaitable[str]]
 RunControlFn = Callable[[Any, str, str], Awaitable[JsonDict]]
+RunEventFn = Callable[[Any, str, str, Any], Awaitable[JsonDict]]
 SchedulesFn = Callable[[Any], Awaitable[Sequence[JsonDict]]]
 
 
@@ -99,6 +100,7 @@ class RestOptions:
         flows: registered flow names; empty -> runs 501 (A-21, A-22).
         start_run: ``async (env, flow, input, local_id | None, deadline_ms | None) -> run id``.
         run_control: ``async (env, run_id, "retry" | "cancel") -> {"ok": bool, "reason"?: str}``.
+        run_event: ``async (env, run_id, event, payload) -> {"ok": bool, "node"?, "state"?, "reason"?}``.
         schedules: ``async (env) -> list of Schedule dicts``; None -> 501 (A-23).
         metrics: ``env -> MetricsReader | None``, evaluated per request; None -> 501 (A-24).
         check_bindings: ``env -> MissingBindingsReport | None``; None = standalone, no check (A-19).
@@ -114,6 +116,7 @@ class RestOptions:
     flows: Sequence[str] = ()
     start_run: StartRunFn | None = None
     run_control: RunControlFn | None = None
+    run_event: RunEventFn | None = None  # ADR-0148
     schedules: SchedulesFn | None = None
     metrics: Callable[[Any], MetricsReader | None] | None = None
     check_bindings: Callable[[Any], MissingBindingsReport | None] | None = None

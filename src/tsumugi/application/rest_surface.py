@@ -46,6 +46,7 @@ def rest_options(app: Tsumugi, env: Any) -> RestOptions:
         flows=tuple(app.flows),
         start_run=app.start if app.flows else None,
         run_control=app.run_control if app.flows else None,
+        run_event=app.send_event if app.flows else None,
         schedules=app.list_schedules if app.schedules else None,
         metrics=metrics_resolver(app.metrics, app.clock),
         check_bindings=lambda request_env: _missing_report(app, request_env),
