@@ -1,7 +1,8 @@
 """Request and response bodies as pydantic models; the OpenAPI document is generated from them (A-69..A-71).
 
-Field names are the wire names (A-6): camelCase request bodies for create/reschedule/start, snake_case
-list and detail bodies, camelCase stats and metrics.
+Field names are the wire names: camelCase request bodies for create, reschedule and start, snake_case
+list and detail bodies, camelCase stats and metrics. Responses also read in Python spellings: snake_case
+properties beside the camelCase fields, and ``decoded_*`` beside the JSON-text fields (``api/model_access``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.json_schema import SkipJsonSchema
+
+from tsumugi.api.model_access import (
+    BindingMetricsAccess,
+    BlockedFlagsAccess,
+    JobDetailAccess,
+    MetricsPointAccess,
+    RunDetailAccess,
+    RunNodeAccess,
+    StatsAccess,
+)
 
 JobStateName = Literal["SCHEDULED", "QUEUED", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "STALLED"]
 
@@ -62,7 +73,7 @@ class AttemptRecord(BaseModel):
     error: str | None
 
 
-class JobDetail(BaseModel):
+class JobDetail(JobDetailAccess, BaseModel):
     id: str
     binding: str
     state: JobStateName
@@ -143,12 +154,12 @@ class BulkResult(BaseModel):
     remaining: int
 
 
-class Stats(BaseModel):
+class Stats(StatsAccess, BaseModel):
     byState: dict[str, int]
     oldestScheduledMs: int | None
 
 
-class BlockedFlags(BaseModel):
+class BlockedFlags(BlockedFlagsAccess, BaseModel):
     capacity: bool
     tokens: bool
     perKey: bool
@@ -209,7 +220,7 @@ class RunSummary(BaseModel):
     updated_at: int
 
 
-class RunDetail(BaseModel):
+class RunDetail(RunDetailAccess, BaseModel):
     id: str
     flow: str
     state: str
@@ -224,7 +235,7 @@ class RunDetail(BaseModel):
     retryable: bool
 
 
-class RunNode(BaseModel):
+class RunNode(RunNodeAccess, BaseModel):
     id: str
     binding: str
     state: NodeStateName
@@ -281,7 +292,7 @@ class StartRunRequest(BaseModel):
     deadlineMs: Annotated[int, Field(ge=1)] | Omitted = None
 
 
-class BindingMetrics(BaseModel):
+class BindingMetrics(BindingMetricsAccess, BaseModel):
     binding: str
     total: float
     failed: float
@@ -292,7 +303,7 @@ class BindingMetrics(BaseModel):
     avgAttempts: float
 
 
-class MetricsPoint(BaseModel):
+class MetricsPoint(MetricsPointAccess, BaseModel):
     at: float | None
     total: float
     failed: float

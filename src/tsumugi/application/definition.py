@@ -156,9 +156,21 @@ def parse_definition(config: Mapping[str, Any]) -> TsumugiDefinition:
     )
 
 
+def _not_a_mapping(value: Any) -> str:
+    """What to write instead of a list (or any non-mapping) of performers, with its own classes."""
+    classes = [entry for entry in value if isinstance(entry, type)] if isinstance(value, list | tuple) else []
+    example = ", ".join(f'"{cls.__name__}": {cls.__name__}' for cls in classes) or '"SendMail": SendMail'
+    return (
+        "performers must be a mapping of binding name to performer class, "
+        f"e.g. performers={{{example}}}; got a {type(value).__name__}"
+    )
+
+
 def _performers(value: Any) -> dict[str, Any]:
-    if not isinstance(value, Mapping):
+    if value is None:
         raise ConfigurationError("performers is required: a mapping of binding name to performer class")
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(_not_a_mapping(value))
     performers: dict[str, Any] = {}
     for name, entry in value.items():
         try:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from tsumugi.core.config_checks import (
+    camel_case,
     check_bool,
     check_count,
     check_duration,
@@ -87,6 +88,16 @@ class ExponentialBackoff:
 Backoff = FixedBackoff | ExponentialBackoff
 
 
+_BACKOFF_FIELDS: Final = {
+    "fixed": ("delay_ms", "jitter"),
+    "exponential": ("base_ms", "factor", "max_ms", "jitter"),
+}
+_BACKOFF_KEYS: Final = (
+    "a fixed backoff takes kind, delay_ms and jitter; "
+    "an exponential one kind, base_ms, factor, max_ms and jitter"
+)
+
+
 def backoff_from(value: Backoff | Mapping[str, Any]) -> Backoff:
     """A backoff from an object or a mapping with ``kind`` (snake_case or camelCase fields)."""
     if isinstance(value, FixedBackoff | ExponentialBackoff):
@@ -97,17 +108,24 @@ def backoff_from(value: Backoff | Mapping[str, Any]) -> Backoff:
         )
     rest = {k: v for k, v in value.items() if k != "kind"}
     kind = value.get("kind")
+    if kind not in _BACKOFF_FIELDS:
+        accepted = {name for names in _BACKOFF_FIELDS.values() for name in names}
+        stray = [k for k in rest if k not in accepted and k not in {camel_case(n) for n in accepted}]
+        named = f"; unknown key {stray[0]!r}" if stray else ""
+        raise InvalidConfigError(
+            f"backoff.kind must be 'fixed' or 'exponential', got {kind!r}{named} ({_BACKOFF_KEYS})"
+        )
+    try:
+        kwargs = from_mapping("backoff", rest, _BACKOFF_FIELDS[kind])
+    except InvalidConfigError as error:
+        raise InvalidConfigError(f"{error} ({_BACKOFF_KEYS})") from None
     if kind == "fixed":
-        kwargs = from_mapping("backoff", rest, ("delay_ms", "jitter"))
         if "delay_ms" not in kwargs:
             raise InvalidConfigError("a fixed backoff needs delay_ms")
         return FixedBackoff(**kwargs)
-    if kind == "exponential":
-        kwargs = from_mapping("backoff", rest, ("base_ms", "factor", "max_ms", "jitter"))
-        # J-100: a backoff object without jitter means no jitter; other omitted fields take the defaults.
-        kwargs.setdefault("jitter", False)
-        return ExponentialBackoff(**kwargs)
-    raise InvalidConfigError(f"backoff.kind must be 'fixed' or 'exponential', got {kind!r}")
+    # J-100: a backoff object without jitter means no jitter; other omitted fields take the defaults.
+    kwargs.setdefault("jitter", False)
+    return ExponentialBackoff(**kwargs)
 
 
 @dataclass(frozen=True, slots=True)

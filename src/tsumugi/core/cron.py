@@ -1,8 +1,12 @@
-"""Five-field cron in UTC with minute precision (S-6..S-9; ADR-0071: written here, no library).
+"""Five-field cron in UTC with minute precision, written here without a library.
 
-The grammar is deliberately small: ``*``, ``N``, ``A-B``, ``*/S``, ``A-B/S`` and commas. No names,
-no ``?``/``L``/``W``/``#``, no seconds, no time zones.
+The grammar is small: ``*``, ``N``, ``A-B``, ``*/S``, ``A-B/S`` and commas; month names (``JAN``..``DEC``)
+and day names (``SUN``..``SAT``) in any case; and the macros ``@yearly`` (``@annually``), ``@monthly``,
+``@weekly``, ``@daily`` (``@midnight``) and ``@hourly``. No ``?``/``L``/``W``/``#``, no seconds, no time
+zones.
 """
+
+# S-6..S-9 and ADR-0071 (no library); names and macros are ADR-0146's extension of S-7, which refuses them.
 
 from __future__ import annotations
 
@@ -21,15 +25,28 @@ class _Field(NamedTuple):
     label: str
     low: int
     high: int
+    names: tuple[str, ...] = ()  # names[i] stands for the value low + i (ADR-0146)
 
 
+_MONTH_NAMES: Final = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
+_DAY_NAMES: Final = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
 _FIELDS: Final = (
     _Field("minute", 0, 59),
     _Field("hour", 0, 23),
     _Field("day of month", 1, 31),
-    _Field("month", 1, 12),
-    _Field("day of week", 0, 7),
+    _Field("month", 1, 12, _MONTH_NAMES),
+    _Field("day of week", 0, 7, _DAY_NAMES),
 )
+# ADR-0146: each macro is the five fields it stands for, as common crons define them.
+MACROS: Final = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +73,9 @@ class CronSpec:
         return dom and dow
 
 
-def _value(text: str, label: str, low: int, high: int) -> int:
+def _value(text: str, label: str, low: int, high: int, names: tuple[str, ...] = ()) -> int:
+    if names and text.upper() in names:
+        return low + names.index(text.upper())
     if not text.isascii() or not text.isdigit():
         raise InvalidCronError(f"invalid {label} value: {text}")
     value = int(text)
@@ -81,8 +100,8 @@ def _entry(entry: str, field: _Field) -> set[int]:
         bounds = span.split("-")
         if len(bounds) > 2:
             raise InvalidCronError(f"invalid {field.label} range: {span}")
-        start = _value(bounds[0], field.label, field.low, field.high)
-        end = _value(bounds[-1], field.label, field.low, field.high)
+        start = _value(bounds[0], field.label, field.low, field.high, field.names)
+        end = _value(bounds[-1], field.label, field.low, field.high, field.names)
         if start > end:
             raise InvalidCronError(f"{field.label} range is reversed: {span}")
     return set(range(start, end + 1, step))
@@ -98,9 +117,11 @@ def _field(text: str, field: _Field) -> set[int]:
 
 
 def parse_cron(expr: str) -> CronSpec:
-    """Parse a five-field expression; raise InvalidCronError with the S-7 message on any mistake."""
+    """Parse a five-field expression or a macro; raise ``InvalidCronError`` saying what is wrong."""
     text = expr.strip() if isinstance(expr, str) else ""
-    fields = text.split()
+    if text.startswith("@") and text.lower() not in MACROS:
+        raise InvalidCronError(f"unknown cron macro: {text} (use {', '.join(MACROS)})")
+    fields = MACROS.get(text.lower(), text).split()
     if len(fields) != 5:
         raise InvalidCronError(f"expected 5 fields (minute hour day month weekday): {expr}")
     minutes, hours, days, months, weekdays = (_field(t, f) for t, f in zip(fields, _FIELDS, strict=True))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -18,6 +19,18 @@ MIN_EVERY_MS: Final = 1000  # S-2.5: the scheduler's alarm granularity
 CRON_PROBE_FROM_MS: Final = 1_704_067_200_000  # S-2.6: 2024-01-01T00:00Z
 JOB_OPTIONS: Final = ("max_attempts", "backoff", "timeout_ms", "priority", "guarantee", "concurrency_key")
 _FORBIDDEN: Final = ("unique_key", "delay_ms", "run_at")  # S-3
+KNOWN_KEYS: Final = (
+    "binding",
+    "flow",
+    "payload",
+    "input",
+    "every_ms",
+    "cron",
+    "overlap",
+    "partition_key",
+    "deadline_ms",
+    *JOB_OPTIONS,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +135,18 @@ def _with_backoff(spec: Mapping[str, Any]) -> Mapping[str, Any]:
     return {**spec, "backoff": backoff_from(backoff)}  # valid: _check_job_options ran first
 
 
+def _check_keys(name: str, spec: Mapping[str, Any]) -> None:
+    """A misspelt key is named, with the key it was probably meant to be, instead of being ignored."""
+    for key in spec:
+        if key in KNOWN_KEYS:
+            continue
+        close = difflib.get_close_matches(str(key), KNOWN_KEYS, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise InvalidScheduleError(
+            f"unknown key {key!r} in schedule {name}{hint}; a schedule takes {', '.join(KNOWN_KEYS)}"
+        )
+
+
 def _check_job_options(name: str, spec: Mapping[str, Any]) -> None:
     """S-1, S-3: the job options obey the enqueue rules (J-29) now, not at every firing."""
     given = {k: spec[k] for k in (*JOB_OPTIONS, "partition_key") if spec.get(k) is not None}
@@ -152,6 +177,7 @@ def normalize_schedules(
         overlap = spec.get("overlap", "skip")
         if overlap not in ("skip", "overlap"):
             raise InvalidScheduleError(f"overlap must be 'skip' or 'overlap': {name}")
+        _check_keys(name, spec)  # ADR-0146: after S-2 step 3, so every message of the original comes first
         every_ms, cron = _timing(name, spec)
         kind, target = _target(name, spec, shards_of, requires_of, flow_names)
         definition = _with_backoff(spec) if kind == "job" else spec

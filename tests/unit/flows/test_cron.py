@@ -27,6 +27,49 @@ def test_field_values_and_steps_count_from_range_start() -> None:
     assert parse_cron("  0 3 * * *  ").expr == "0 3 * * *"  # S-6: trimmed
 
 
+def test_month_and_day_names_in_any_case() -> None:
+    # ADR-0146: an extension of S-7, which refuses names; each name is its number
+    assert parse_cron("0 9 * * MON").weekdays == frozenset({1})
+    assert parse_cron("0 9 * * mon-Fri").weekdays == parse_cron("0 9 * * 1-5").weekdays
+    assert parse_cron("0 0 * * SUN,SAT").weekdays == frozenset({0, 6})
+    assert parse_cron("0 0 1 JAN-JUN/2 *").months == frozenset({1, 3, 5})
+    assert parse_cron("0 0 1 dec *").months == frozenset({12})
+    named = parse_cron("0 9 * * MON")
+    assert (named.days_restricted, named.weekdays_restricted) == (False, True)  # S-8 as for "1"
+
+
+@pytest.mark.parametrize(
+    ("macro", "fields"),
+    [
+        ("@yearly", "0 0 1 1 *"),
+        ("@annually", "0 0 1 1 *"),
+        ("@monthly", "0 0 1 * *"),
+        ("@weekly", "0 0 * * 0"),
+        ("@daily", "0 0 * * *"),
+        ("@midnight", "0 0 * * *"),
+        ("@hourly", "0 * * * *"),
+        (" @Daily ", "0 0 * * *"),
+    ],
+)
+def test_macros_are_their_five_fields(macro: str, fields: str) -> None:
+    # ADR-0146: the macro keeps its text; it fires exactly as its fields do
+    spec, expected = parse_cron(macro), parse_cron(fields)
+    assert spec.expr == macro.strip()
+    assert (spec.minutes, spec.hours, spec.days, spec.months, spec.weekdays) == (
+        expected.minutes,
+        expected.hours,
+        expected.days,
+        expected.months,
+        expected.weekdays,
+    )
+    assert (spec.days_restricted, spec.weekdays_restricted) == (
+        expected.days_restricted,
+        expected.weekdays_restricted,
+    )
+    after = ms("2026-01-05T10:20:30")
+    assert next_cron_at(spec, after) == next_cron_at(expected, after)
+
+
 def test_day_of_week_seven_is_sunday() -> None:
     # S-6
     assert parse_cron("0 0 * * 7").weekdays == frozenset({0})
@@ -42,8 +85,14 @@ def test_day_of_week_seven_is_sunday() -> None:
         ("5/2 * * * *", "step requires a range: 5/2"),
         ("* 1-2-3 * * *", "invalid hour range: 1-2-3"),
         ("* * 5-1 * *", "day of month range is reversed: 5-1"),
-        ("* * * JAN *", "invalid month value: JAN"),
-        ("* * * * MON", "invalid day of week value: MON"),
+        ("* * * JAM *", "invalid month value: JAM"),  # ADR-0146: names are accepted, misspelt ones not
+        ("* * * * MOO", "invalid day of week value: MOO"),
+        ("MON * * * *", "invalid minute value: MON"),  # names only where they name a month or a day
+        (
+            "@reboot",
+            "unknown cron macro: @reboot"
+            " (use @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly)",
+        ),
         ("60 * * * *", "minute value out of range (0-59): 60"),
         ("* * 0 * *", "day of month value out of range (1-31): 0"),
         ("* * * * 8", "day of week value out of range (0-7): 8"),

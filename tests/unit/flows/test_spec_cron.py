@@ -39,7 +39,7 @@ def iso(at_ms: int) -> str:
         ("* 3/2 * * *", "step requires a range: 3/2"),
         ("* * * 6-3 *", "month range is reversed: 6-3"),
         ("* * * * 1-2-3", "invalid day of week range: 1-2-3"),
-        # values are decimal digits only: no signs, names or wildcards inside ranges
+        # values are decimal digits (or ADR-0146's names): no signs or wildcards inside ranges
         ("-5 * * * *", "invalid minute value: "),
         ("+5 * * * *", "invalid minute value: +5"),
         ("*-5 * * * *", "invalid minute value: *"),
@@ -48,7 +48,7 @@ def iso(at_ms: int) -> str:
         ("0 0 L * *", "invalid day of month value: L"),
         ("0 0 1W * *", "invalid day of month value: 1W"),
         ("0 0 * * 5#2", "invalid day of week value: 5#2"),
-        ("0 0 * * sun", "invalid day of week value: sun"),
+        ("0 0 * * sunday", "invalid day of week value: sunday"),  # ADR-0146: three-letter names only
         # S-6: field count counts whitespace-separated fields of the trimmed text, message keeps the input
         ("", "expected 5 fields (minute hour day month weekday): "),
         ("0 0 * * * 2026", "expected 5 fields (minute hour day month weekday): 0 0 * * * 2026"),

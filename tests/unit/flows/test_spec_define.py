@@ -103,7 +103,7 @@ def schedule_error(spec: dict[str, Any], name: str = "s") -> str:
         # step 6 before step 7
         ({"cron": "0 0 30 2 *"}, "invalid cron in schedule s: no occurrence within 1830 days"),
         ({"cron": "61 * * * *"}, "invalid cron in schedule s: minute value out of range (0-59): 61"),
-        ({"cron": "0 3 * * MON"}, "invalid cron in schedule s: invalid day of week value: MON"),
+        ({"cron": "0 3 * * MOO"}, "invalid cron in schedule s: invalid day of week value: MOO"),  # ADR-0146
         (
             {"cron": "0 3 * *"},
             "invalid cron in schedule s: expected 5 fields (minute hour day month weekday): 0 3 * *",
