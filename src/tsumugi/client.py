@@ -15,6 +15,7 @@ from typing import Any, Final
 from tsumugi import telemetry
 from tsumugi.core.config import BindingConfig, Policy, binding_config_from
 from tsumugi.core.config_checks import camel_case, from_mapping, is_number
+from tsumugi.core.enqueue_keys import EnqueueOutcome, outcome_from_wire
 from tsumugi.core.ids import resolve_shard, shard_name, validate_binding
 from tsumugi.core.input_bounds import clamp_duration, clamp_instant, clamp_safe
 from tsumugi.core.options import (
@@ -25,7 +26,13 @@ from tsumugi.core.options import (
     input_from,
     to_wire_input,
 )
-from tsumugi.errors import ConfigurationError, EnqueueError, InvalidConfigError, InvalidJobIdError
+from tsumugi.errors import (
+    ConfigurationError,
+    EnqueueError,
+    InvalidConfigError,
+    InvalidJobIdError,
+    JobDroppedError,
+)
 from tsumugi.ports import JsonDict, ShardNamespace, ShardRpc
 
 __all__ = ["JobClient", "ShardHandle", "create_client", "enqueue", "enqueue_many", "env_binding", "shard_for"]
@@ -95,6 +102,11 @@ class ShardHandle:
 
     async def enqueue_many(self, inputs: Sequence[JsonDict], settings: JsonDict | None = None) -> list[str]:
         return await self.stub.enqueue_many(inputs, settings)
+
+    async def enqueue_outcomes(
+        self, inputs: Sequence[JsonDict], settings: JsonDict | None = None
+    ) -> list[JsonDict]:
+        return await self.stub.enqueue_outcomes(inputs, settings)
 
     async def report(self, job_id: str, outcome: JsonDict) -> None:
         await self.stub.report(job_id, outcome)
@@ -223,7 +235,30 @@ class JobClient:
             return await telemetry.active.enqueue(inputs, lambda traced: self._enqueue_many(env, traced))
         return await self._enqueue_many(env, inputs)
 
+    async def enqueue_outcomes(self, env: Any, inputs: Sequence[Mapping[str, Any]]) -> list[EnqueueOutcome]:
+        """``enqueue_many`` answering what each input did: created, existing, debounced or dropped.
+
+        A throttle that drops a job answers ``EnqueueOutcome(id=None, status="dropped")`` here, where
+        ``enqueue_many`` raises ``JobDroppedError`` (ADR-0150).
+        """
+        if telemetry.active is not None:  # ADR-0143: the same tsumugi.enqueue span as enqueue_many
+            return await telemetry.active.enqueue(inputs, lambda traced: self._outcomes(env, traced))
+        return await self._outcomes(env, inputs)
+
+    async def _outcomes(self, env: Any, inputs: Sequence[Mapping[str, Any]]) -> list[EnqueueOutcome]:
+        wires: list[JsonDict] = await self._send(env, inputs, detailed=True)
+        return [outcome_from_wire(wire) for wire in wires]
+
     async def _enqueue_many(self, env: Any, inputs: Sequence[Mapping[str, Any]]) -> list[str]:
+        ids: list[str] = await self._send(env, inputs, detailed=False)
+        for index, job_id in enumerate(ids):
+            if job_id == "":  # ADR-0150: no job, so no id to return
+                key = inputs[index].get("throttle_key") or inputs[index].get("throttleKey")
+                raise JobDroppedError(f"the throttle of key {key!r} dropped the job: no job was created")
+        return ids
+
+    async def _send(self, env: Any, inputs: Sequence[Mapping[str, Any]], *, detailed: bool) -> list[Any]:
+        """One RPC per destination shard, concurrently; ids (or outcomes when ``detailed``) in input order."""
         if self._preflight is not None:
             self._preflight(env)  # J-24: the typed paths check the environment first
         groups: dict[str, tuple[_Route, list[int], list[JsonDict]]] = {}
@@ -245,10 +280,12 @@ class JobClient:
         if unchecked and (len(groups) > 1 or not getattr(namespace, SHARD_CHECKS_PAYLOADS, False)):
             for payload in unchecked:
                 check_payload(payload)
-        ids: list[str] = [""] * len(inputs)
+        ids: list[Any] = [""] * len(inputs)
 
         async def send(name: str, route: _Route, positions: list[int], wires: list[JsonDict]) -> None:
-            returned = await namespace.get(name).enqueue_many(wires, route.settings_for(wires))
+            stub = namespace.get(name)
+            call = stub.enqueue_outcomes if detailed else stub.enqueue_many
+            returned: list[Any] = await call(wires, route.settings_for(wires))
             for position, job_id in zip(positions, returned, strict=True):
                 ids[position] = job_id
 

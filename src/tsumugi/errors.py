@@ -16,6 +16,7 @@ The tree::
     │   └── InvalidPayloadError    a payload does not match its performer's payload type (ADR-0140)
     ├── ResultNotJsonError         perform returned a value that is not JSON (ADR-0140, +TypeError)
     ├── RequiredKeyError           a performer's required key is missing (J-70, +TypeError)
+    ├── JobDroppedError            a throttle dropped the job, so enqueue has no id (ADR-0150)
     ├── PerformerSignal            raised by a performer to steer its own retry (J-76)
     │   ├── PermanentFailure       fail now, whatever attempts remain
     │   └── RetryAfter             retry this failure at a chosen time
@@ -75,6 +76,10 @@ class MissingBindingsError(ConfigurationError):
 
 class EnqueueError(TsumugiError, ValueError):
     """An enqueue input is invalid; nothing was enqueued."""
+
+
+class JobDroppedError(TsumugiError):
+    """A throttle with ``on_excess="drop"`` dropped the job, so ``enqueue`` has no id to return (ADR-0150)."""
 
 
 class RequiredKeyError(TsumugiError, TypeError):

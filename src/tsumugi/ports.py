@@ -103,9 +103,15 @@ class ShardRpc(Protocol):
     calls cross a Durable Object RPC boundary unchanged.
     """
 
-    async def enqueue_many(
+    async def enqueue_many(self, inputs: Sequence[JsonDict], settings: JsonDict | None = None) -> list[str]:
+        """The ids in input order; a job a throttle dropped has the empty id (ADR-0150)."""
+        ...
+
+    async def enqueue_outcomes(
         self, inputs: Sequence[JsonDict], settings: JsonDict | None = None
-    ) -> list[str]: ...
+    ) -> list[JsonDict]:
+        """``enqueue_many`` as ``{id, status, runAfter}`` entries (ADR-0149, ADR-0150)."""
+        ...
 
     async def report(self, job_id: str, outcome: JsonDict) -> None:
         """Record an attempt's outcome (J-119).

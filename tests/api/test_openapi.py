@@ -71,7 +71,8 @@ def test_operations_match_the_catalogue_and_the_routes() -> None:
 def test_statuses_per_operation() -> None:
     # A-4 table, A-71: every operation but getOpenApi lists 503.
     ops = _operations(openapi_document())
-    assert set(ops[("post", "/api/jobs")]["responses"]) == {"201", "400", "401", "501", "503"}
+    # ADR-0149, ADR-0150: 200 answers an enqueue that debounced or was dropped.
+    assert set(ops[("post", "/api/jobs")]["responses"]) == {"200", "201", "400", "401", "501", "503"}
     assert set(ops[("get", "/api/metrics")]["responses"]) == {"200", "400", "401", "501", "502", "503"}
     assert set(ops[("post", "/api/runs/{id}/retry")]["responses"]) == {
         "200",

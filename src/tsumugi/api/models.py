@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, WithJsonSchema
 from pydantic.json_schema import SkipJsonSchema
 
 from tsumugi.api.model_access import (
@@ -103,6 +103,14 @@ class JobDetailResponse(BaseModel):
     job: JobDetail
 
 
+class ThrottleRequest(BaseModel):
+    """``tokens`` jobs per ``intervalMs`` for one throttle key; the excess is delayed or dropped."""
+
+    tokens: Annotated[int, Field(ge=1)]
+    intervalMs: Annotated[float, Field(gt=0)]
+    onExcess: Literal["delay", "drop"] = "delay"
+
+
 class CreateJobRequest(BaseModel):
     binding: str = Field(min_length=1)
     payload: Any
@@ -114,6 +122,39 @@ class CreateJobRequest(BaseModel):
     expiresInMs: Annotated[int, Field(ge=1)] | Omitted = Field(
         default=None, description="the job must not start later than this after enqueue (J-41)"
     )
+    debounceKey: str | Omitted = Field(
+        default=None, description="a waiting job with this key takes the payload instead of a new job"
+    )
+    debounceMs: Annotated[float, Field(gt=0)] | Omitted = Field(
+        default=None, description="with debounceKey: the job runs this long after the last enqueue"
+    )
+    debounceMaxMs: Annotated[float, Field(gt=0)] | Omitted = Field(
+        default=None, description="with debounceKey: the job runs at most this long after the first enqueue"
+    )
+    throttleKey: str | Omitted = Field(
+        default=None, description="the key whose throttle this job counts against"
+    )
+    throttle: ThrottleRequest | Omitted = None
+
+
+class Debounced(BaseModel):
+    """The enqueue went into a waiting job with the same debounce key (200)."""
+
+    id: str
+    debounced: Literal[True]
+    runAfter: int | None
+
+
+class Dropped(BaseModel):
+    """A throttle dropped the job: none was created (200)."""
+
+    id: None
+    dropped: Literal[True]
+    runAfter: int | None = Field(description="when the throttle key next has a free slot")
+
+
+class EnqueueAnswer(RootModel[Debounced | Dropped]):
+    """``POST /api/jobs`` with a debounce or throttle key when no new job was made (200)."""
 
 
 class Created(BaseModel):

@@ -27,7 +27,7 @@ SCHEMA_MODELS: Final[tuple[type[BaseModel], ...]] = (
     m.Stats, m.BlockedFlags, m.BindingDiagnostics, m.Diagnostics, m.BindingList, m.FlowList, m.Schedule,
     m.ScheduleList, m.RunSummary, m.RunDetail, m.RunNode, m.RunList, m.RunDetailResponse,
     m.StartRunRequest, m.BindingMetrics, m.MetricsPoint, m.MetricsResponse, m.RateLimit, m.PolicyPatch,
-    m.PolicyResult, m.OpenApiDocument,
+    m.PolicyResult, m.OpenApiDocument, m.ThrottleRequest, m.EnqueueAnswer,
     m.EventAccepted, m.EventRefused,  # ADR-0148
 )  # fmt: skip
 _SIMPLE_KEYS: Final = frozenset(
@@ -79,6 +79,11 @@ def _operation(op: Operation) -> dict[str, Any]:
             "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{op.response}"}}},
         }
     }
+    for status, (schema, description) in op.alternatives.items():
+        responses[str(status)] = {
+            "description": description,
+            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}},
+        }
     for status in op.errors:
         responses[str(status)] = {
             "description": op.error_descriptions.get(status, "error"),

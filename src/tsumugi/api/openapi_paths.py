@@ -26,6 +26,8 @@ class Operation:
     request: str | None = None
     params: tuple[Param, ...] = ()
     error_descriptions: Mapping[int, str] = field(default_factory=dict)
+    # Other success answers: status -> (schema, description), e.g. a debounced or dropped enqueue.
+    alternatives: Mapping[int, tuple[str, str]] = field(default_factory=dict)
 
 
 _STRING: Final = {"type": "string"}
@@ -64,10 +66,15 @@ _EVENT_REFUSALS: Final = {
     409: "already satisfied, or not allowed in the current state",
 }
 
+# ADR-0149, ADR-0150: an enqueue with a debounce or throttle key may create no job.
+_KEYED_ANSWERS: Final = {
+    200: ("EnqueueAnswer", "no new job: debounced into a waiting job, or dropped by a throttle"),
+}
+
 OPERATIONS: Final[tuple[Operation, ...]] = (
     Operation("GET", "/api/jobs", "listJobs", "List jobs", "JobList", params=_JOB_QUERY),
     Operation("POST", "/api/jobs", "createJob", "Enqueue a job", "Created", 201, (400, 401, 501, 503),
-              request="CreateJobRequest"),
+              request="CreateJobRequest", alternatives=_KEYED_ANSWERS),
     Operation("GET", "/api/jobs/{id}", "getJob", "Job detail", "JobDetailResponse", errors=(401, 404, 503),
               params=(_ID,)),
     Operation("POST", "/api/jobs/{id}/retry", "retryJob", "Retry a FAILED or STALLED job", "Mutation",

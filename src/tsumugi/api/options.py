@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from tsumugi.clock import Clock, SystemClock
+from tsumugi.core.enqueue_keys import EnqueueOutcome
 from tsumugi.ports import JsonDict, ShardNamespace, SqlDatabase
 
 DEFAULT_FAILED_RETENTION_MS = 604_800_000  # 7 days (jobs.md 10.2)
@@ -81,6 +82,7 @@ def _env_attr(name: str) -> Callable[[Any], Any]:
 
 
 EnqueueFn = Callable[[Any, JsonDict], Awaitable[str]]
+EnqueueOutcomeFn = Callable[[Any, JsonDict], Awaitable[EnqueueOutcome]]
 StartRunFn = Callable[[Any, str, Any, str | None, int | None], Awaitable[str]]
 RunControlFn = Callable[[Any, str, str], Awaitable[JsonDict]]
 RunEventFn = Callable[[Any, str, str, Any], Awaitable[JsonDict]]
@@ -97,6 +99,8 @@ class RestOptions:
         performers: registered binding names in registration order; None = standalone (A-56, A-33).
         bindings: per-binding options; a binding not listed gets the defaults.
         enqueue: ``async (env, wire_input) -> job id``; None -> 501 (A-20).
+        enqueue_outcome: ``async (env, wire_input) -> EnqueueOutcome``, for an input with a debounce or
+            throttle key, whose answer says whether it debounced or dropped (ADR-0149, ADR-0150).
         flows: registered flow names; empty -> runs 501 (A-21, A-22).
         start_run: ``async (env, flow, input, local_id | None, deadline_ms | None) -> run id``.
         run_control: ``async (env, run_id, "retry" | "cancel") -> {"ok": bool, "reason"?: str}``.
@@ -113,6 +117,7 @@ class RestOptions:
     performers: Sequence[str] | None = None
     bindings: Mapping[str, BindingOptions] = field(default_factory=dict)
     enqueue: EnqueueFn | None = None
+    enqueue_outcome: EnqueueOutcomeFn | None = None
     flows: Sequence[str] = ()
     start_run: StartRunFn | None = None
     run_control: RunControlFn | None = None

@@ -8,7 +8,7 @@ from typing import Final
 from starlette.responses import Response
 
 from tsumugi.api.context import RequestContext
-from tsumugi.api.shapes import BulkFailure, BulkResult, Created
+from tsumugi.api.shapes import BulkFailure, BulkResult, Created, Debounced, Dropped
 from tsumugi.api.validation import BulkSelection, validate_bulk, validate_create_job, validate_reschedule
 from tsumugi.api.wire import (
     BodyError,
@@ -18,6 +18,7 @@ from tsumugi.api.wire import (
     read_json_body,
     refusal_response,
 )
+from tsumugi.core.enqueue_keys import EnqueueOutcome
 from tsumugi.core.ids import parse_job_id
 from tsumugi.core.input_bounds import clamp_instant
 from tsumugi.errors import EnqueueError, InvalidJobIdError, PayloadTooLargeError
@@ -57,13 +58,31 @@ async def create_job(ctx: RequestContext) -> Response:
         accepted = validate_create_job(await read_json_body(ctx.request), ctx.options.performers)
     except BodyError as exc:
         return error_response(exc.message, 400)
+    keyed = ctx.options.enqueue_outcome if _KEYED_FIELDS & accepted.keys() else None
     try:
+        if keyed is not None:
+            return _outcome_response(await keyed(ctx.env, dict(accepted)))
         job_id = await enqueue(ctx.env, dict(accepted))
     except PayloadTooLargeError as exc:
         raise TooLargeError(str(exc)) from None  # ADR-0133: 413
     except (EnqueueError, InvalidJobIdError) as exc:
         return error_response(str(exc), 400)  # ADR-0066: refused input is a 400, never a 500
     created: Created = {"id": job_id}
+    return json_response(created, 201)
+
+
+_KEYED_FIELDS: Final = frozenset({"debounceKey", "throttleKey"})
+
+
+def _outcome_response(outcome: EnqueueOutcome) -> Response:
+    """201 ``{id}`` for a new or existing job; 200 with ``debounced`` or ``dropped`` (ADR-0149, ADR-0150)."""
+    if outcome.dropped:
+        dropped: Dropped = {"id": None, "dropped": True, "runAfter": outcome.run_after}
+        return json_response(dropped, 200)
+    if outcome.debounced and outcome.id is not None:
+        debounced: Debounced = {"id": outcome.id, "debounced": True, "runAfter": outcome.run_after}
+        return json_response(debounced, 200)
+    created: Created = {"id": str(outcome.id)}
     return json_response(created, 201)
 
 

@@ -63,6 +63,22 @@ class Created(TypedDict):
     id: str
 
 
+class Debounced(TypedDict):
+    """ADR-0149: the enqueue went into a waiting job with the same debounce key."""
+
+    id: str
+    debounced: bool
+    runAfter: int | None
+
+
+class Dropped(TypedDict):
+    """ADR-0150: a throttle dropped the job; ``runAfter`` is when its key next has a free slot."""
+
+    id: None
+    dropped: bool
+    runAfter: int | None
+
+
 class BulkFailure(TypedDict):
     id: str
     reason: Literal["invalid-state", "gone", "invalid-id"]
@@ -226,6 +242,19 @@ class CreateJobRequest(TypedDict):
     concurrencyKey: NotRequired[str]
     uniqueKey: NotRequired[str]
     expiresInMs: NotRequired[int]
+    debounceKey: NotRequired[str]
+    debounceMs: NotRequired[float]
+    debounceMaxMs: NotRequired[float]
+    throttleKey: NotRequired[str]
+    throttle: NotRequired[ThrottleRequest]
+
+
+class ThrottleRequest(TypedDict):
+    """ADR-0150: ``tokens`` jobs per ``intervalMs`` for one throttle key."""
+
+    tokens: int
+    intervalMs: float
+    onExcess: NotRequired[Literal["delay", "drop"]]
 
 
 class RescheduleRequest(TypedDict):

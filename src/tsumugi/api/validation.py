@@ -71,15 +71,37 @@ def validate_create_job(body: Any, performers: Sequence[str] | None) -> CreateJo
     _check_strings(fields, ("concurrencyKey", "uniqueKey"))
     if "expiresInMs" in fields and not _is_positive_integer(fields["expiresInMs"]):
         raise BodyError("expiresInMs must be positive")  # J-41 [NEW]: the one newer field REST takes
+    _check_keyed_fields(fields)
     _check_payload_size(fields["payload"])
     accepted: CreateJobRequest = {"binding": binding, "payload": fields["payload"]}
     for name in ("maxAttempts", "delayMs", "priority", "expiresInMs"):
         if name in fields:
             accepted[name] = fields[name]
+    _accept_keyed_fields(fields, accepted)
     for name in ("concurrencyKey", "uniqueKey"):
         if fields.get(name):  # A-39: an empty key is dropped
             accepted[name] = fields[name]  # type: ignore[literal-required]
     return accepted
+
+
+def _check_keyed_fields(fields: dict[str, Any]) -> None:
+    """ADR-0149, ADR-0150: the debounce and throttle fields' types; the enqueue checks how they combine."""
+    _check_strings(fields, ("debounceKey", "throttleKey"))
+    _check_numbers(fields, ("debounceMs", "debounceMaxMs"))
+    for name in ("debounceMs", "debounceMaxMs"):
+        if name in fields and fields[name] <= 0:
+            raise BodyError(f"{name} must be positive")
+    if "throttle" in fields and not isinstance(fields["throttle"], dict):
+        raise BodyError("throttle must be an object with tokens, intervalMs and onExcess")
+
+
+def _accept_keyed_fields(fields: dict[str, Any], accepted: CreateJobRequest) -> None:
+    for name in ("debounceMs", "debounceMaxMs", "throttle"):
+        if name in fields:
+            accepted[name] = fields[name]
+    for name in ("debounceKey", "throttleKey"):
+        if fields.get(name):  # an empty key is dropped, as for uniqueKey (A-39)
+            accepted[name] = fields[name]  # type: ignore[literal-required]
 
 
 def _check_payload_size(payload: Any) -> None:

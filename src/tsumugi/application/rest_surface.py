@@ -43,6 +43,7 @@ def rest_options(app: Tsumugi, env: Any) -> RestOptions:
             for name, config in ((name, app.binding_config(name)) for name in app.binding_names)
         },
         enqueue=app.rest_enqueue,
+        enqueue_outcome=app.rest_enqueue_outcome,
         flows=tuple(app.flows),
         start_run=app.start if app.flows else None,
         run_control=app.run_control if app.flows else None,

@@ -24,6 +24,7 @@ from tsumugi.application.typed_inputs import TypedInputs
 from tsumugi.client import JobClient, ShardHandle, env_binding
 from tsumugi.clock import Clock, SystemClock
 from tsumugi.core.config import BindingConfig, OnSettled, RunSettings, SweepOptions
+from tsumugi.core.enqueue_keys import EnqueueOutcome
 from tsumugi.core.flow.model import Flow
 from tsumugi.core.options import EnqueueInput, EnqueueOptions, OnEnqueue
 from tsumugi.core.schedules import ScheduleDef
@@ -268,6 +269,20 @@ class Tsumugi:
     async def rest_enqueue(self, env: Any, wire_input: Mapping[str, Any]) -> str:
         """``POST /api/jobs``: the same client as ``enqueue`` without required-key checks (§5.1)."""
         return await self._rest.enqueue(env, self._inputs.shape(wire_input))
+
+    async def rest_enqueue_outcome(self, env: Any, wire_input: Mapping[str, Any]) -> EnqueueOutcome:
+        """``POST /api/jobs`` with a debounce or throttle key: what the enqueue did (ADR-0149, ADR-0150)."""
+        [outcome] = await self._rest.enqueue_outcomes(env, [self._inputs.shape(wire_input)])
+        return outcome
+
+    async def enqueue_outcomes(self, env: Any, inputs: Sequence[Mapping[str, Any]]) -> list[EnqueueOutcome]:
+        """``enqueue_many`` answering what each input did: created, existing, debounced or dropped.
+
+        A throttle with ``on_excess="drop"`` answers ``status="dropped"`` (``id`` None) here, where
+        ``enqueue`` and ``enqueue_many`` raise ``JobDroppedError`` (ADR-0150).
+        """
+        self.check_environment(env)  # J-24: before the inputs are looked at
+        return await self._typed.enqueue_outcomes(env, self._inputs.shape_all(inputs))
 
     # ------------------------------------------------------------------ runs and schedules (F-19, S-21)
     async def start(

@@ -24,6 +24,7 @@ from tsumugi.coordinator.shard_reports import (
     apply_reports,
 )
 from tsumugi.coordinator.shard_tick import plan_tick
+from tsumugi.core.enqueue_keys import EnqueueOutcome
 from tsumugi.core.policy import merge_policy, settings_from_wire
 from tsumugi.errors import UnknownMutationError
 from tsumugi.ports import AlarmPort, DispatchQueue, ReadModelWriter, RunNamespace, ShardNamespace, SqlExecutor
@@ -88,6 +89,28 @@ class JobShard:
         job_ids = ctx.transaction(run)
         await ctx.arm(now)  # J-31
         return job_ids
+
+    async def enqueue_outcomes(
+        self, inputs: Sequence[Mapping[str, Any]], settings: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """``enqueue_many`` answering what each input did (ADR-0149, ADR-0150).
+
+        Each entry is ``{id, status, runAfter}``: status ``created``, ``existing``, ``debounced`` or
+        ``dropped`` (id None).
+        """
+        ctx = self.ctx
+        now = ctx.clock.now()
+        outcomes: list[EnqueueOutcome] = []
+
+        def run() -> None:
+            outcomes.clear()
+            if settings is not None:
+                ctx.carry_settings(dict(settings))
+            enqueue_batch(ctx, list(inputs), now, outcomes)
+
+        ctx.transaction(run)
+        await ctx.arm(now)  # J-31
+        return [outcome.to_wire() for outcome in outcomes]
 
     # ------------------------------------------------------------------ consumer calls
     async def report(self, job_id: str, outcome: Mapping[str, Any]) -> None:

@@ -8,8 +8,10 @@ from typing import Any, Final
 from tsumugi import telemetry
 from tsumugi.coordinator.lifecycle_log import log_enqueued, log_enqueued_ids
 from tsumugi.coordinator.shard_context import ShardContext
+from tsumugi.coordinator.shard_enqueue_keys import KeyedEnqueue
 from tsumugi.core import ids, jsonwire
 from tsumugi.core.backoff import DEFAULT_BACKOFF
+from tsumugi.core.enqueue_keys import EnqueueOutcome
 from tsumugi.core.input_bounds import check_payload_text
 from tsumugi.errors import EnqueueError
 from tsumugi.storage.job_rows import JobRow, scheduled_lane, seq_floor
@@ -36,10 +38,16 @@ def _opt(item: Mapping[str, Any], key: str, default: Any) -> Any:
     return default if value is None else value
 
 
-def enqueue_batch(ctx: ShardContext, inputs: list[Mapping[str, Any]], now_ms: int) -> list[str]:
+def enqueue_batch(
+    ctx: ShardContext,
+    inputs: list[Mapping[str, Any]],
+    now_ms: int,
+    outcomes: list[EnqueueOutcome] | None = None,
+) -> list[str]:
     """Apply one ``enqueue_many`` group in one pass; returns ids in input order (J-22, J-39).
 
-    The rows are inserted together at the end, with one prepared statement (ADR-0105).
+    The rows are inserted together at the end, with one prepared statement (ADR-0105). A job a throttle
+    dropped has the empty id (ADR-0150); ``outcomes``, when given, receives what each input did.
     """
     id_prefix = ids.shard_name(ctx.binding, ctx.shard_index) + ":"  # J-12, validated once per batch
     template = job_template(ctx.binding, now_ms)
@@ -48,6 +56,8 @@ def enqueue_batch(ctx: ShardContext, inputs: list[Mapping[str, Any]], now_ms: in
         payloads = _payload_texts([item.get("payload") for item in inputs])
         ready, lane_at = scheduled_lane(now_ms, DEFAULT_PRIORITY, now_ms)
         ctx.jobs.insert_uniform(template, ready, lane_at, list(zip(job_ids, payloads, strict=True)))
+        if outcomes is not None:
+            outcomes.extend(EnqueueOutcome(job_id, "created", now_ms) for job_id in job_ids)
         _scheduled(ctx, len(job_ids))
         log_enqueued_ids(ctx.binding, job_ids)  # ADR-0145
         return job_ids
@@ -58,11 +68,21 @@ def enqueue_batch(ctx: ShardContext, inputs: list[Mapping[str, Any]], now_ms: in
     expired_swept = False
     given = [item["id"] for item in inputs if item.get("id") is not None]
     held = ctx.jobs.existing(given) if given else set()  # J-38: one read for the batch's given ids
+    keyed: KeyedEnqueue | None = None
+    note = outcomes.append if outcomes is not None else _ignore
     for item in inputs:
         given_id = item.get("id")
         if given_id is not None and (given_id in new_ids or given_id in held):
             out.append(given_id)  # J-38: idempotent node enqueue, within the batch too
+            note(EnqueueOutcome(given_id, "existing"))
             continue
+        if "debounceKey" in item or "throttleKey" in item:
+            keyed = keyed or KeyedEnqueue(ctx, now_ms)
+            answered = keyed.before_insert(item, rows)  # ADR-0149 debounced, ADR-0150 dropped
+            if answered is not None:
+                out.append(answered.id or "")
+                note(answered)
+                continue
         job_id = given_id or id_prefix + next(fresh_ids)
         unique_key = item.get("uniqueKey")
         if unique_key is not None:
@@ -73,12 +93,18 @@ def enqueue_batch(ctx: ShardContext, inputs: list[Mapping[str, Any]], now_ms: in
             holder = ctx.unique.reserve(unique_key, job_id, expires_at)
             if holder is not None:  # J-33, J-36: the holder's id, not an error (ADR-0021)
                 out.append(holder)
+                note(EnqueueOutcome(holder, "existing"))
                 continue
         job = new_job_row(job_id, item, now_ms, template)
+        if keyed is not None:
+            keyed.shape(item, job, len(rows))
         ready, lane_at = scheduled_lane(job["run_after"], job["priority"], now_ms)
         rows.append((job, ready, lane_at))
         new_ids.add(job_id)
         out.append(job_id)
+        note(EnqueueOutcome(job_id, "created", int(job["run_after"])))
+    if keyed is not None:
+        keyed.window_ends(rows)
     ctx.jobs.insert_many(rows)
     _scheduled(ctx, len(rows))
     log_enqueued((job for job, _, _ in rows), now_ms)  # ADR-0145
@@ -89,6 +115,10 @@ def _scheduled(ctx: ShardContext, count: int) -> None:
     """ADR-0143: new jobs entered SCHEDULED."""
     if count and telemetry.active is not None:
         telemetry.active.jobs_moved(ctx.binding, "SCHEDULED", count)
+
+
+def _ignore(_outcome: EnqueueOutcome) -> None:
+    """Where outcomes go when the caller asked only for ids."""
 
 
 def _payload_text(payload: Any) -> str:

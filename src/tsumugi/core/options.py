@@ -31,11 +31,21 @@ __all__ = [
     "EnqueueInput",
     "EnqueueOptions",
     "OnEnqueue",
+    "ThrottleOptions",
     "apply_defaults",
+    "check_keyed_options",
     "check_required_keys",
     "input_from",
     "to_wire_input",
 ]
+
+
+class ThrottleOptions(TypedDict, total=False):
+    """``throttle=``: ``tokens`` jobs per ``interval_ms`` for one ``throttle_key`` (ADR-0150)."""
+
+    tokens: int
+    interval_ms: int
+    on_excess: Literal["delay", "drop"]
 
 
 class EnqueueOptions(TypedDict, total=False):
@@ -55,6 +65,11 @@ class EnqueueOptions(TypedDict, total=False):
     traceparent: str | None
     expires_at: int | None
     expires_in_ms: int | None
+    debounce_key: str | None
+    debounce_ms: int | None
+    debounce_max_ms: int | None
+    throttle_key: str | None
+    throttle: ThrottleOptions | Mapping[str, Any] | None
 
 
 class EnqueueInput(EnqueueOptions, total=False):
@@ -84,6 +99,11 @@ OPTION_NAMES: Final = (
     "traceparent",
     "expires_at",
     "expires_in_ms",
+    "debounce_key",
+    "debounce_ms",
+    "debounce_max_ms",
+    "throttle_key",
+    "throttle",
     "id",
     "run_id",
     "node_id",
@@ -108,7 +128,16 @@ _EXCLUSIVE_PAIRS: Final = (("run_at", "delay_ms"), ("expires_at", "expires_in_ms
 _GUARANTEES: Final = frozenset({"at-least-once", "at-most-once"})
 _SPELLINGS: Final = {**{n: n for n in OPTION_NAMES}, **{camel_case(n): n for n in OPTION_NAMES}}
 _WIRE_NAMES: Final = {n: camel_case(n) for n in OPTION_NAMES}
-_STRING_OPTIONS: Final = ("concurrency_key", "unique_key", "partition_key", "id", "run_id", "node_id")
+_STRING_OPTIONS: Final = (
+    "concurrency_key",
+    "unique_key",
+    "partition_key",
+    "debounce_key",
+    "throttle_key",
+    "id",
+    "run_id",
+    "node_id",
+)
 
 
 def input_from(value: Mapping[str, Any]) -> dict[str, Any]:
@@ -164,6 +193,7 @@ def to_wire_input(options: Mapping[str, Any]) -> dict[str, Any]:
     for first, second in _EXCLUSIVE_PAIRS:
         if first in options and second in options:
             raise EnqueueError(f"{first} and {second} are mutually exclusive")
+    check_keyed_options(options)
     wire: dict[str, Any] = {}
     for name, item in options.items():
         checker = _CHECKS.get(name)
@@ -246,6 +276,55 @@ def _backoff(name: str, value: Any) -> Any:
     }
 
 
+# ADR-0149: a debounced job's time is the window's, and its key is its identity, so these go alone.
+_DEBOUNCE_EXCLUDES: Final = ("unique_key", "run_at", "delay_ms", "throttle_key", "id")
+
+
+def check_keyed_options(options: Mapping[str, Any]) -> None:
+    """Debounce and throttle options come with their key and go without the options they exclude."""
+    for option in ("debounce_ms", "debounce_max_ms"):
+        if option in options and "debounce_key" not in options:
+            raise EnqueueError(f"{option} needs debounce_key")
+    if "debounce_key" in options:
+        if "debounce_ms" not in options:
+            raise EnqueueError("debounce_key needs debounce_ms")
+        for other in _DEBOUNCE_EXCLUDES:
+            if other in options:
+                raise EnqueueError(f"debounce_key and {other} are mutually exclusive")
+    if ("throttle" in options) != ("throttle_key" in options):
+        raise EnqueueError("throttle_key and throttle go together")
+
+
+_THROTTLE_FIELDS: Final = {"tokens": "tokens", "interval_ms": "interval_ms", "intervalMs": "interval_ms",
+                           "on_excess": "on_excess", "onExcess": "on_excess"}  # fmt: skip
+
+
+def _throttle(name: str, value: Any) -> Any:
+    """``{tokens, interval_ms, on_excess}`` (camelCase accepted) -> ``{tokens, intervalMs, onExcess}``."""
+    if not isinstance(value, Mapping):
+        raise EnqueueError(f"throttle must be a mapping of tokens, interval_ms and on_excess, got {value!r}")
+    fields: dict[str, Any] = {}
+    for key, item in value.items():
+        field = _THROTTLE_FIELDS.get(key)
+        if field is None:
+            raise EnqueueError(f"unknown throttle field: {key!r}")
+        fields[field] = item
+    tokens: Any = fields.get("tokens")
+    if not (is_number(tokens) and float(tokens).is_integer() and tokens >= 1):
+        raise EnqueueError(f"throttle tokens must be an integer >= 1, got {tokens!r}")
+    interval: Any = fields.get("interval_ms")
+    if not is_number(interval) or interval <= 0:
+        raise EnqueueError(f"throttle interval_ms must be positive, got {interval!r}")
+    on_excess = fields.get("on_excess", "delay")
+    if on_excess not in ("delay", "drop"):
+        raise EnqueueError(f"throttle on_excess must be 'delay' or 'drop', got {on_excess!r}")
+    return {
+        "tokens": int(clamp_safe(tokens)),
+        "intervalMs": int(clamp_duration(interval)),
+        "onExcess": on_excess,
+    }
+
+
 _CHECKS: Final[dict[str, Callable[[str, Any], Any]]] = {
     "binding": _string,
     "priority": _priority,
@@ -259,5 +338,8 @@ _CHECKS: Final[dict[str, Callable[[str, Any], Any]]] = {
     "traceparent": lambda _name, value: validate_traceparent(value),  # J-40
     "expires_at": _instant,
     "expires_in_ms": _positive,
+    "debounce_ms": _positive,
+    "debounce_max_ms": _positive,
+    "throttle": _throttle,
     **{name: _string for name in _STRING_OPTIONS},
 }

@@ -72,6 +72,15 @@ SHARD_DDL: Final[tuple[str, ...]] = (
     "traceparent TEXT)",
     "CREATE TABLE IF NOT EXISTS key_bucket ("
     "key TEXT PRIMARY KEY NOT NULL, tokens REAL NOT NULL, refilled_at INTEGER NOT NULL) WITHOUT ROWID",
+    # ADR-0149: a live debounce window per key; ``until`` is the job's run_after, ``max_at`` its hard end.
+    "CREATE TABLE IF NOT EXISTS debounce_key ("
+    "key TEXT PRIMARY KEY NOT NULL, job_id TEXT NOT NULL, until INTEGER NOT NULL, max_at INTEGER) "
+    "WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS debounce_key_until ON debounce_key(until)",
+    # ADR-0150: a throttle key's bucket as one number, the theoretical arrival time of its next token.
+    "CREATE TABLE IF NOT EXISTS throttle_key ("
+    "key TEXT PRIMARY KEY NOT NULL, tat REAL NOT NULL) WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS throttle_key_tat ON throttle_key(tat)",
 )
 
 # Index entries one row of each table carries, for the rows-written estimate (ADR-0042).

@@ -22,3 +22,10 @@ class UniqueKeys:
             return None
         rows = self.sql.execute("SELECT job_id FROM unique_key WHERE key = ?", (key,))
         return str(rows[0][0])
+
+    def live_holder(self, key: str, now_ms: int) -> str | None:
+        """The job holding ``key`` now, without reserving it (ADR-0150: a duplicate spends no token)."""
+        rows = self.sql.execute(
+            "SELECT job_id FROM unique_key WHERE key = ? AND expires_at > ?", (key, now_ms)
+        )
+        return str(rows[0][0]) if rows else None

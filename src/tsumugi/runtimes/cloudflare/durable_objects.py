@@ -144,6 +144,10 @@ class TsumugiJobShard(HostedCoordinator):
         ids: Sequence[str] = await self.shard.enqueue_many(to_py_value(inputs), to_py_value(settings))
         return to_js_value(list(ids))
 
+    async def enqueue_outcomes(self, inputs: Any, settings: Any = None) -> Any:
+        """ADR-0149, ADR-0150: what each input did, for the REST answer."""
+        return to_js_value(await self.shard.enqueue_outcomes(to_py_value(inputs), to_py_value(settings)))
+
     async def report(self, job_id: str, outcome: Any) -> None:
         await self.shard.report(job_id, to_py_value(outcome))
 

@@ -42,6 +42,14 @@ class SerialShardStub(SerialStub):
         result: list[str] = await self._coordinators.call(self.name, "enqueue_many", inputs, settings)
         return result
 
+    async def enqueue_outcomes(
+        self, inputs: Sequence[JsonDict], settings: JsonDict | None = None
+    ) -> list[JsonDict]:
+        result: list[JsonDict] = await self._coordinators.call(
+            self.name, "enqueue_outcomes", inputs, settings
+        )
+        return result
+
     async def report(self, job_id: str, outcome: JsonDict) -> None:
         """Applied together with the reports that arrive while the shard is busy (ADR-0106)."""
         await self._reports.report(job_id, outcome)
