@@ -201,6 +201,14 @@ class TsumugiClient:
     def bulk_cancel(self, **body: Any) -> models.BulkResult:
         return cast(models.BulkResult, self._send(_Calls.bulk("cancel", body)))
 
+    def start_bulk(self, **body: Any) -> dict[str, Any]:
+        """``POST /api/bulk`` (ADR-0151): ``action``, ``filter``, ``dryRun``, ``cap``, ``includeRunning``."""
+        return cast(dict[str, Any], self._send(_Call("POST", "/api/bulk", None, body=body)))
+
+    def bulk_progress(self, bulk_id: str) -> dict[str, Any]:
+        """``GET /api/bulk/{id}``: ``{state, matched, done, failed, remaining, ...}``; a poll moves it on."""
+        return cast(dict[str, Any], self._send(_Call("GET", f"/api/bulk/{_segment(bulk_id)}", None)))
+
     def stats(self) -> models.Stats:
         return cast(models.Stats, self._send(_Call("GET", "/api/stats", models.Stats)))
 

@@ -24,6 +24,7 @@ SPEC_OPERATIONS = {
     ("post", "/api/bindings/{binding}/policy"): "updateBindingPolicy",
     ("post", "/api/bindings/{binding}/policy/reset"): "resetBindingPolicy",
     ("post", "/api/runs/{id}/events/{event}"): "sendRunEvent",  # ADR-0148
+    ("post", "/api/bulk"): "startBulkAction", ("get", "/api/bulk/{id}"): "getBulkAction",  # ADR-0151
 }  # fmt: skip
 NAMED_SCHEMAS = {
     "Error", "Mutation", "JobSummary", "AttemptRecord", "JobDetail", "CreateJobRequest", "RunSummary",

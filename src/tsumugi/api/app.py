@@ -19,7 +19,14 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tsumugi.api import routes_flows, routes_jobs, routes_mutations, routes_ops, routes_run_events
+from tsumugi.api import (
+    routes_bulk,
+    routes_flows,
+    routes_jobs,
+    routes_mutations,
+    routes_ops,
+    routes_run_events,
+)
 from tsumugi.api.context import RequestContext
 from tsumugi.api.openapi import openapi_document
 from tsumugi.api.options import RestOptions, RuntimeGauges
@@ -54,6 +61,8 @@ ROUTES: Final[tuple[tuple[str, str, Handler], ...]] = (
     ("POST", "/api/jobs", routes_mutations.create_job),
     ("POST", "/api/jobs/bulk-retry", routes_mutations.bulk_retry),
     ("POST", "/api/jobs/bulk-cancel", routes_mutations.bulk_cancel),
+    ("POST", "/api/bulk", routes_bulk.start_bulk),  # ADR-0151
+    ("GET", "/api/bulk/{id}", routes_bulk.get_bulk),
     ("GET", "/api/jobs/{id}", routes_jobs.get_job),
     ("POST", "/api/jobs/{id}/retry", routes_mutations.retry_job),
     ("POST", "/api/jobs/{id}/reschedule", routes_mutations.reschedule_job),

@@ -27,7 +27,8 @@ SCHEMA_MODELS: Final[tuple[type[BaseModel], ...]] = (
     m.Stats, m.BlockedFlags, m.BindingDiagnostics, m.Diagnostics, m.BindingList, m.FlowList, m.Schedule,
     m.ScheduleList, m.RunSummary, m.RunDetail, m.RunNode, m.RunList, m.RunDetailResponse,
     m.StartRunRequest, m.BindingMetrics, m.MetricsPoint, m.MetricsResponse, m.RateLimit, m.PolicyPatch,
-    m.PolicyResult, m.OpenApiDocument, m.ThrottleRequest, m.EnqueueAnswer,
+    m.PolicyResult, m.OpenApiDocument, m.ThrottleRequest, m.EnqueueAnswer, m.BulkActionRequest, m.BulkFilter,
+    m.BulkCount, m.BulkProgress,
     m.EventAccepted, m.EventRefused,  # ADR-0148
 )  # fmt: skip
 _SIMPLE_KEYS: Final = frozenset(

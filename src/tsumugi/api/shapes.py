@@ -63,6 +63,27 @@ class Created(TypedDict):
     id: str
 
 
+class BulkCount(TypedDict):
+    """ADR-0151: a dry run of ``POST /api/bulk``: how many jobs the action would reach."""
+
+    matched: int
+
+
+class BulkProgress(TypedDict):
+    """ADR-0151: a bulk action over a filter, as ``POST /api/bulk`` and ``GET /api/bulk/{id}`` give it."""
+
+    id: str
+    action: str
+    state: str
+    filter: dict[str, Any]
+    matched: int
+    done: int
+    failed: int
+    remaining: int
+    createdAt: int
+    updatedAt: int
+
+
 class Debounced(TypedDict):
     """ADR-0149: the enqueue went into a waiting job with the same debounce key."""
 
@@ -175,6 +196,17 @@ class RunNode(TypedDict):
     position: int
     created_at: int
     updated_at: int
+    wait: Literal["sleep", "event"] | None  # ADR-0147: what a waiting node waits for
+    wait_event: str | None
+    wake_at: int | None  # when a sleep ends or a wait for an event gives up
+
+
+class EventAnswer(TypedDict):
+    """200/202 of ``POST /api/runs/{id}/events/{event}`` (ADR-0148)."""
+
+    accepted: bool
+    node: str
+    state: str  # COMPLETED: the node took the payload; PENDING: kept until the node waits
 
 
 class RunList(TypedDict):
@@ -191,17 +223,6 @@ class BindingMetrics(TypedDict):
     binding: str
     total: float
     failed: float
-    wait: Literal["sleep", "event"] | None  # ADR-0147: what a waiting node waits for
-    wait_event: str | None
-    wake_at: int | None  # when a sleep ends or a wait for an event gives up
-
-
-class EventAnswer(TypedDict):
-    """200/202 of ``POST /api/runs/{id}/events/{event}`` (ADR-0148)."""
-
-    accepted: bool
-    node: str
-    state: str  # COMPLETED: the node took the payload; PENDING: kept until the node waits
     failureRate: float
     avgDurationMs: float
     maxDurationMs: float

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tsumugi.api import models
-from tsumugi.cli import bulk_pages
+from tsumugi.cli import bulk_all, bulk_pages
 from tsumugi.cli.mutation_report import REASONS, report_mutation
 from tsumugi.cli.option_types import epoch_ms, one_of
 from tsumugi.cli.server_connection import ExitCode, OperatorError, Server, add_server_options, call_server
@@ -73,6 +73,7 @@ def _add_arguments(parser: argparse.ArgumentParser, action: _Action, states: Seq
     )
     parser.add_argument("--created-to", type=epoch_ms, metavar="WHEN", help="created at or before WHEN")
     parser.add_argument("--all", action="store_true", help=f"every {accepted} job, with no filter")
+    bulk_all.add_arguments(parser, cancel=action is CANCEL)
     add_server_options(parser)
 
 
@@ -80,11 +81,15 @@ def _change(client: TsumugiClient, server: Server, args: argparse.Namespace, act
     filters = {name: getattr(args, name) for name in FILTERS if getattr(args, name) is not None}
     if args.job_ids and (filters or args.all):
         raise OperatorError("give job ids or a filter, not both", ExitCode.USAGE)
-    if not args.job_ids and not filters and not args.all:
+    if not args.job_ids and not filters and not args.all and not args.all_matching:
         raise OperatorError(
             f"name the jobs to {action.verb}: ids, a filter (--state, --binding, ...) or --all",
             ExitCode.USAGE,
         )
+    if args.all_matching:  # ADR-0151: the server walks the whole filter
+        if args.job_ids:
+            raise OperatorError("--all-matching takes a filter, not job ids", ExitCode.USAGE)
+        return bulk_all.run(client, server, args, action.verb, filters)
     if len(args.job_ids) == 1:
         job_id = args.job_ids[0]
         return report_mutation(action.one(client, job_id), f"job {job_id}", action.past, server)
