@@ -43,12 +43,18 @@ describe("reschedule body (A-46)", () => {
 });
 
 describe("new job and run bodies (U-32, U-33)", () => {
-  const form = { binding: "Boom", payload: "{}", maxAttempts: "", delayMs: "", priority: "", uniqueKey: "", concurrencyKey: "" };
+  const form = { binding: "Boom", payload: "{}", maxAttempts: "", delayMs: "", priority: "", uniqueKey: "", concurrencyKey: "", debounceKey: "", debounceMs: "", debounceMaxMs: "" };
 
   it("sends only filled fields", () => {
     expect(newJobBody(form)).toEqual({ body: { binding: "Boom", payload: {} } });
     expect(newJobBody({ ...form, maxAttempts: "2", uniqueKey: "u" })).toEqual({
       body: { binding: "Boom", payload: {}, maxAttempts: 2, uniqueKey: "u" },
+    });
+  });
+
+  it("sends the debounce options (ADR-0149)", () => {
+    expect(newJobBody({ ...form, debounceKey: "doc:7", debounceMs: "5000", debounceMaxMs: "" })).toEqual({
+      body: { binding: "Boom", payload: {}, debounceKey: "doc:7", debounceMs: 5000 },
     });
   });
 

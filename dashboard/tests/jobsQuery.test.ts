@@ -105,3 +105,20 @@ describe("selection (U-26)", () => {
     expect(toggleAll([], [])).toEqual([]);
   });
 });
+
+describe("bulk over the filters (ADR-0151)", () => {
+  it("sends the list's filters without paging", async () => {
+    const { bulkFilter, bulkPercent } = await import("../src/lib/jobsQuery");
+    const query = {
+      state: "FAILED",
+      binding: "Boom",
+      search: { field: "unique_key", value: "u1", openJobId: null },
+      created: { from: "", to: "" },
+      sort: { column: "updated_at", order: "desc" },
+      page: 3,
+      pageSize: 20,
+    } as Parameters<typeof bulkFilter>[0];
+    expect(bulkFilter(query)).toEqual({ state: "FAILED", binding: "Boom", unique_key: "u1" });
+    expect([bulkPercent(0, 0, 0), bulkPercent(1, 1, 4), bulkPercent(5, 0, 4)]).toEqual([100, 50, 100]);
+  });
+});

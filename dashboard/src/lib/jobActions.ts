@@ -76,6 +76,9 @@ export interface NewJobForm {
   priority: string;
   uniqueKey: string;
   concurrencyKey: string;
+  debounceKey: string;
+  debounceMs: string;
+  debounceMaxMs: string;
 }
 
 /** U-32: only filled fields are sent; invalid JSON is caught before the request. */
@@ -91,6 +94,8 @@ export function newJobBody(form: NewJobForm): { error: string } | { body: Record
     ["maxAttempts", "maxAttempts"],
     ["delayMs", "delayMs"],
     ["priority", "priority"],
+    ["debounceMs", "debounceMs"],
+    ["debounceMaxMs", "debounceMaxMs"],
   ];
   for (const [field, key] of numbers) {
     const text = form[field].trim();
@@ -98,6 +103,7 @@ export function newJobBody(form: NewJobForm): { error: string } | { body: Record
   }
   if (form.uniqueKey !== "") body.uniqueKey = form.uniqueKey;
   if (form.concurrencyKey !== "") body.concurrencyKey = form.concurrencyKey;
+  if (form.debounceKey !== "") body.debounceKey = form.debounceKey; // ADR-0149
   return { body };
 }
 

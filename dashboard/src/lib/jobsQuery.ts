@@ -111,3 +111,18 @@ export function toggleAll(selected: readonly string[], visibleIds: readonly stri
   const all = visibleIds.length > 0 && visibleIds.every((id) => selected.includes(id));
   return all ? [] : [...visibleIds];
 }
+
+/** ADR-0151: the jobs tab's filters as a POST /api/bulk filter (the list's filters, no paging). */
+export function bulkFilter(query: JobsQuery): Record<string, string | number> {
+  const filter: Record<string, string | number> = {};
+  if (query.state !== "") filter.state = query.state;
+  if (query.binding !== "") filter.binding = query.binding;
+  for (const [key, value] of Object.entries(searchParams(query.search))) filter[key] = value;
+  for (const [key, value] of Object.entries(createdBounds(query.created))) filter[key] = Number(value);
+  return filter;
+}
+
+/** ADR-0151: the share of a bulk action's matched jobs it has reached, 0..100. */
+export function bulkPercent(done: number, failed: number, matched: number): number {
+  return matched <= 0 ? 100 : Math.min(100, Math.round(((done + failed) * 100) / matched));
+}
