@@ -1,10 +1,11 @@
-"""create_client(): enqueue from another Worker through the JOB_SHARD binding alone (J-200).
+"""create_client(): enqueue from another Worker through the JOB_SHARD binding alone.
 
-``JobClient`` is the one enqueue path (J-22): the typed paths of ``define_tsumugi`` wrap it with
+``JobClient`` is the one enqueue path: the typed paths of ``define_tsumugi`` wrap it with
 their extra checks, ``create_client`` uses it with the bindings it is given, and the package-level
-``enqueue``/``enqueue_many``/``shard_for`` use it untyped (shard 0, no settings, §5.1).
-This module never imports the shard implementation (J-200, import-linter).
+``enqueue``/``enqueue_many``/``shard_for`` use it untyped (shard 0, no settings).
+This module never imports the shard implementation (import-linter).
 """
+# J-200, J-22, §5.1
 
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ SHARD_CHECKS_PAYLOADS: Final = "shard_checks_payloads"
 
 
 def env_binding(env: Any, name: str) -> Any:
-    """``env[name]`` for a mapping, else ``env.<name>``; None when absent (J-205 treats None as absent)."""
+    """``env[name]`` for a mapping, else ``env.<name>``; None when absent (treats None as absent)."""
+    # J-205
     if isinstance(env, Mapping):
         return env.get(name)
     return getattr(env, name, None)
@@ -65,7 +67,9 @@ def _bounded(value: Any, clamp: Callable[[float], float]) -> Any:
 
 
 class ShardHandle:
-    """A shard stub whose ``configure`` also takes config objects and snake_case fields (J-175)."""
+    """A shard stub whose ``configure`` also takes config objects and snake_case fields."""
+
+    # J-175
 
     __slots__ = ("_extra", "_static", "stub")
 
@@ -82,7 +86,8 @@ class ShardHandle:
         sweep_after_ms: int | None = None,
         failed_retention_ms: int | None = None,
     ) -> JsonDict:
-        """Replace and pin this shard's settings; omitted fields revert to defaults (J-51, J-175)."""
+        """Replace and pin this shard's settings; omitted fields revert to defaults."""
+        # J-51, J-175
         fields = from_mapping(
             "configure", settings or {}, ("policy", "sweep_after_ms", "failed_retention_ms")
         )
@@ -133,7 +138,8 @@ class ShardHandle:
         delay_ms: int | None = None,
         priority: float | None = None,
     ) -> JsonDict:
-        """Move a SCHEDULED job (J-133); numbers are clamped to what the shard stores (ADR-0133)."""
+        """Move a SCHEDULED job; numbers are clamped to what the shard stores (ADR-0133)."""
+        # J-133
         return await self.stub.reschedule(
             job_id,
             _bounded(run_at, clamp_instant),
@@ -145,12 +151,13 @@ class ShardHandle:
         return await self.stub.mutate_many(action, job_ids)
 
     async def update_policy(self, patch: Mapping[str, Any], settings: JsonDict | None = None) -> JsonDict:
-        """Change only the given policy fields and pin (J-176); a bad value raises and changes nothing.
+        """Change only the given policy fields and pin; a bad value raises and changes nothing.
 
         ``patch`` takes snake_case or camelCase fields; None reverts a field to its default. A shard
         not yet pinned merges onto ``settings``, by default this client's config of the binding
         (ADR-0131: before its first enqueue a shard knows only the defaults).
         """
+        # J-176
         given = from_mapping("update_policy", patch, Policy.__dataclass_fields__)
         checked = Policy(**{name: value for name, value in given.items() if value is not None})
         if checked.has_override_functions:
@@ -193,7 +200,9 @@ class _Route:
 
 
 class JobClient:
-    """Enqueues jobs and finds shards; the shared engine of every enqueue path (J-22, J-39)."""
+    """Enqueues jobs and finds shards; the shared engine of every enqueue path."""
+
+    # J-22, J-39
 
     def __init__(
         self,
@@ -230,7 +239,8 @@ class JobClient:
         return (await self.enqueue_many(env, [item]))[0]
 
     async def enqueue_many(self, env: Any, inputs: Sequence[Mapping[str, Any]]) -> list[str]:
-        """Enqueue many jobs, one RPC per destination shard, concurrently; ids in input order (J-39)."""
+        """Enqueue many jobs, one RPC per destination shard, concurrently; ids in input order."""
+        # J-39
         if telemetry.active is not None:  # ADR-0143: a tsumugi.enqueue span, its context as traceparent
             return await telemetry.active.enqueue(inputs, lambda traced: self._enqueue_many(env, traced))
         return await self._enqueue_many(env, inputs)
@@ -340,7 +350,8 @@ class JobClient:
         return plain
 
     def shard_for(self, env: Any, binding: str, partition_key: str | None = None) -> ShardHandle:
-        """The shard a job of ``binding`` with ``partition_key`` goes to (J-203a); no startup check."""
+        """The shard a job of ``binding`` with ``partition_key`` goes to; no startup check."""
+        # J-203a
         if self._known is not None and binding not in self._known:
             raise ConfigurationError(f"unknown binding: {binding}")  # ADR-0058, like the typed enqueue
         route = self._routes.get(binding, self._default_route)
@@ -353,7 +364,8 @@ def create_client(
     bindings: Mapping[str, BindingConfig | Mapping[str, Any]] | None = None,
     on_enqueue: OnEnqueue | None = None,
 ) -> JobClient:
-    """A client that needs only ``JOB_SHARD``; ``bindings`` must mirror the main Worker's (J-200, J-201)."""
+    """A client that needs only ``JOB_SHARD``; ``bindings`` must mirror the main Worker's."""
+    # J-200, J-201
     return JobClient(bindings, on_enqueue)
 
 
@@ -361,15 +373,16 @@ _UNTYPED: Final = JobClient(routed=False)
 
 
 async def enqueue(env: Any, input: Mapping[str, Any]) -> str:
-    """Untyped enqueue: shard 0, ``partition_key`` ignored, no settings pushed (§5.1)."""
+    """Untyped enqueue: shard 0, ``partition_key`` ignored, no settings pushed."""
     return await _UNTYPED.enqueue(env, input)
 
 
 async def enqueue_many(env: Any, inputs: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Untyped ``enqueue_many``: every job to shard 0 of its binding, no settings (§5.1)."""
+    """Untyped ``enqueue_many``: every job to shard 0 of its binding, no settings."""
     return await _UNTYPED.enqueue_many(env, inputs)
 
 
 def shard_for(env: Any, binding: str, shard: int = 0) -> ShardRpc:
-    """The shard with index ``shard`` of ``binding`` (J-203a: an index, not a partition key)."""
+    """The shard with index ``shard`` of ``binding`` (an index, not a partition key)."""
+    # J-203a
     return ShardHandle(_namespace(env).get(shard_name(binding, shard)), {})

@@ -3,28 +3,28 @@
 The tree::
 
     TsumugiError
-    ├── InvalidJobIdError          bad binding name, shard index, local id or job id (J-13..J-19)
-    ├── InvalidTransitionError     a state change the transition table forbids (J-92)
-    ├── TsumugiTimeoutError        an attempt outlived its timeout_ms (J-74)
-    ├── ConfigurationError         define_tsumugi() or a binding config is invalid (J-204)
-    │   ├── MissingBindingsError   the wrangler configuration is incomplete (J-205, J-206)
+    ├── InvalidJobIdError          bad binding name, shard index, local id or job id
+    ├── InvalidTransitionError     a state change the transition table forbids
+    ├── TsumugiTimeoutError        an attempt outlived its timeout_ms
+    ├── ConfigurationError         define_tsumugi() or a binding config is invalid
+    │   ├── MissingBindingsError   the wrangler configuration is incomplete
     │   ├── InvalidConfigError     a policy, backoff, binding or notice config is malformed (+ValueError)
-    │   ├── InvalidScheduleError   a schedule definition is invalid (S-2, +ValueError)
+    │   ├── InvalidScheduleError   a schedule definition is invalid (+ValueError)
     │   └── InvalidPerformerError  a performers entry is not a Performer subclass (ADR-0140, +TypeError)
-    ├── EnqueueError               an enqueue input is invalid (J-29, +ValueError)
+    ├── EnqueueError               an enqueue input is invalid (+ValueError)
     │   ├── PayloadTooLargeError   a payload's JSON is over the dispatch message limit (ADR-0133)
     │   └── InvalidPayloadError    a payload does not match its performer's payload type (ADR-0140)
     ├── ResultNotJsonError         perform returned a value that is not JSON (ADR-0140, +TypeError)
-    ├── RequiredKeyError           a performer's required key is missing (J-70, +TypeError)
+    ├── RequiredKeyError           a performer's required key is missing (+TypeError)
     ├── JobDroppedError            a throttle dropped the job, so enqueue has no id (ADR-0150)
-    ├── PerformerSignal            raised by a performer to steer its own retry (J-76)
+    ├── PerformerSignal            raised by a performer to steer its own retry
     │   ├── PermanentFailure       fail now, whatever attempts remain
     │   └── RetryAfter             retry this failure at a chosen time
-    ├── InvalidFlowError           a flow definition is invalid (F-3..F-18, +ValueError)
-    ├── InvalidRunIdError          a run id does not have the required shape (A-8, +ValueError)
-    ├── InvalidCronError           a cron expression is invalid or never fires (S-6..S-9, +ValueError)
-    ├── UnknownMutationError       mutate_many got an action other than retry/cancel (J-134, +ValueError)
-    ├── MetricsUpstreamError       the metrics store refused or timed out (M-12: 502)
+    ├── InvalidFlowError           a flow definition is invalid (+ValueError)
+    ├── InvalidRunIdError          a run id does not have the required shape (+ValueError)
+    ├── InvalidCronError           a cron expression is invalid or never fires (+ValueError)
+    ├── UnknownMutationError       mutate_many got an action other than retry/cancel (+ValueError)
+    ├── MetricsUpstreamError       the metrics store refused or timed out (502)
     ├── UnsafeIntegerError         an int beyond 2^53 about to cross into JavaScript (+ValueError)
     ├── QueueMessageTooLargeError  a dispatch message over the Queues size limit (+ValueError)
     ├── StorageFullError           a store refused a write: the database or disk is full (ADR-0133)
@@ -32,10 +32,12 @@ The tree::
     │   ├── StateDirError          the state directory is not writable
     │   ├── AppLoadError           the APP of ``tsumugi dev`` cannot be loaded
     │   └── PortInUseError         the HTTP port is taken
-    └── CommandLineError           a ``tsumugi`` command cannot proceed (C-3..C-6)
+    └── CommandLineError           a ``tsumugi`` command cannot proceed
 
 Areas add their own subclasses at the end of this file, under a comment naming the area, and to this tree.
 """
+# J-13..J-19, J-92, J-74, J-204, J-205, J-206, S-2, J-29, J-70, J-76, F-3..F-18, A-8, S-6..S-9, J-134, M-12
+# C-3..C-6
 
 from __future__ import annotations
 
@@ -91,14 +93,18 @@ class PerformerSignal(TsumugiError):
 
 
 class PermanentFailure(PerformerSignal):
-    """Fail the job now, without using the remaining attempts (J-76)."""
+    """Fail the job now, without using the remaining attempts."""
+
+    # J-76
 
 
 class RetryAfter(PerformerSignal):
-    """Retry this failure at a chosen time instead of the backoff (J-76).
+    """Retry this failure at a chosen time instead of the backoff.
 
     Give exactly one of ``delay_ms`` (relative to the report) or ``at`` (epoch ms).
     """
+
+    # J-76
 
     def __init__(self, message: str = "", *, delay_ms: int | None = None, at: int | None = None) -> None:
         if (delay_ms is None) == (at is None):
@@ -112,19 +118,27 @@ class RetryAfter(PerformerSignal):
 
 # --------------------------------------------------------------------------- flows and schedules
 class InvalidFlowError(TsumugiError, ValueError):
-    """A flow definition is malformed: bad node id, unknown dependency, bad option (F-11, F-12)."""
+    """A flow definition is malformed: bad node id, unknown dependency, bad option."""
+
+    # F-11, F-12
 
 
 class InvalidRunIdError(TsumugiError, ValueError):
-    """A run id, its local part or a flow name does not have the required shape (F-6, F-7)."""
+    """A run id, its local part or a flow name does not have the required shape."""
+
+    # F-6, F-7
 
 
 class InvalidScheduleError(ConfigurationError, ValueError):
-    """A schedule definition is invalid; raised when define_tsumugi() runs (S-1, S-2)."""
+    """A schedule definition is invalid; raised when define_tsumugi() runs."""
+
+    # S-1, S-2
 
 
 class InvalidCronError(TsumugiError, ValueError):
-    """A cron expression does not follow the five-field grammar, or never fires (S-6..S-9)."""
+    """A cron expression does not follow the five-field grammar, or never fires."""
+
+    # S-6..S-9
 
 
 # --------------------------------------------------------------------------- application (config, enqueue)
@@ -160,17 +174,23 @@ class PortInUseError(LocalRuntimeError):
 
 # --------------------------------------------------------------------------- REST API (api.md A-68, M-12)
 class MetricsUpstreamError(TsumugiError):
-    """The metrics store refused or timed out; REST answers 502 with this message (M-12)."""
+    """The metrics store refused or timed out; REST answers 502 with this message."""
+
+    # M-12
 
 
 # --------------------------------------------------------------------------- job shard engine
 class UnknownMutationError(TsumugiError, ValueError):
-    """``mutate_many`` was asked for an action other than ``retry`` or ``cancel`` (J-134)."""
+    """``mutate_many`` was asked for an action other than ``retry`` or ``cancel``."""
+
+    # J-134
 
 
 # --------------------------------------------------------------------------- CLI: init, add-performer, doctor
 class CommandLineError(TsumugiError):
-    """A ``tsumugi`` command cannot proceed; printed as ``tsumugi: <message>``, exit 1 (C-3..C-6)."""
+    """A ``tsumugi`` command cannot proceed; printed as ``tsumugi: <message>``, exit 1."""
+
+    # C-3..C-6
 
 
 # ---------------------------------------------------------------------- input bounds and storage (ADR-0133)

@@ -1,4 +1,4 @@
-"""Flow definitions: ``create_flow(performers)`` and the builder ``f`` (F-11..F-17, T-1, T-4; ADR-0070).
+"""Flow definitions: ``create_flow(performers)`` and the builder ``f`` (T-1, T-4; ADR-0070).
 
 ::
 
@@ -11,6 +11,7 @@
                          over=lambda i, d: d["list"]["names"], input=lambda name: {"name": name})
         f.node("report", "Report", after={"each": each}, input=lambda i, d: d["each"])
 """
+# F-11..F-17
 
 from __future__ import annotations
 
@@ -31,7 +32,9 @@ __all__ = ["Flow", "FlowBuilder", "FlowFactory", "NodeRef", "create_flow", "vali
 
 
 class NodeRef:
-    """What a builder call returns: name it in ``after`` to depend on the node (F-12)."""
+    """What a builder call returns: name it in ``after`` to depend on the node."""
+
+    # F-12
 
     __slots__ = ("id",)
 
@@ -68,7 +71,8 @@ class FlowBuilder(WaitNodeBuilder):
         concurrency_key: ConcurrencyKey = None,
         unique_key: None = None,
     ) -> NodeRef:
-        """A job node: one job whose payload is ``input(flow_input, deps)`` (F-14)."""
+        """A job node: one job whose payload is ``input(flow_input, deps)``."""
+        # F-14
         edges = self._edges(id, after)  # F-12 checks come first
         refuse_unique_key(id, unique_key)
         options = job_options(id, max_attempts, backoff, delay_ms, run_at, timeout_ms, priority, guarantee)
@@ -108,10 +112,11 @@ class FlowBuilder(WaitNodeBuilder):
         concurrency_key: ConcurrencyKey = None,
         unique_key: None = None,
     ) -> NodeRef:
-        """One child job per item of ``over(flow_input, deps)``; dependents see the summary (F-15).
+        """One child job per item of ``over(flow_input, deps)``; dependents see the summary.
 
         ``collect=True`` adds ``results`` (child key -> result) to that summary (ADR-0072).
         """
+        # F-15
         edges = self._edges(id, after)  # F-12 checks come first
         refuse_unique_key(id, unique_key)
         options = job_options(id, max_attempts, backoff, delay_ms, run_at, timeout_ms, priority, guarantee)
@@ -142,7 +147,8 @@ class FlowBuilder(WaitNodeBuilder):
         trigger: str | None = None,
         when: Mapper | None = None,
     ) -> NodeRef:
-        """Start ``flow`` as a child run and mirror its final state (F-16)."""
+        """Start ``flow`` as a child run and mirror its final state."""
+        # F-16
         if not isinstance(flow, Flow):
             raise InvalidFlowError(f"subflow target must be a flow: {id}")
         return self._add(
@@ -159,7 +165,7 @@ class FlowBuilder(WaitNodeBuilder):
         )
 
     def _edges(self, node_id: str, after: Mapping[str, NodeRef] | None) -> dict[str, str]:
-        """Check the id and the dependencies in F-12 order; a node cannot depend on itself."""
+        """Check the id and the dependencies in the original's order; a node cannot depend on itself."""
         validate_node_id(node_id)
         if node_id in self._nodes:
             raise InvalidFlowError(f"duplicate node id: {node_id}")
@@ -205,7 +211,8 @@ class FlowBuilder(WaitNodeBuilder):
         return dataclasses.replace(spec, options={**defaults, **spec.options})
 
     def _check_performer(self, spec: NodeSpec) -> None:
-        """F-14: a node can never set unique_key; a required concurrency_key must be given."""
+        """a node can never set unique_key; a required concurrency_key must be given."""
+        # F-14
         entry = self._performers.get(spec.binding)
         # A remote() marker carries the performer class it stands for (J-62).
         cls = entry if isinstance(entry, type) else getattr(entry, "performer", None)
@@ -252,5 +259,6 @@ class FlowFactory:
 
 
 def create_flow(performers: Mapping[str, Any]) -> FlowFactory:
-    """The ``flow`` factory for these performers (F-11; the seed's ``createFlow``)."""
+    """The ``flow`` factory for these performers (the seed's ``createFlow``)."""
+    # F-11
     return FlowFactory(performers)

@@ -1,4 +1,5 @@
-"""The performer API: what job code sees. Imports nothing of the shard, SQL or HTTP (J-8, 10.8)."""
+"""The performer API: what job code sees. Imports nothing of the shard, SQL or HTTP."""
+# J-8, 10.8
 
 from __future__ import annotations
 
@@ -38,7 +39,9 @@ DEFAULT_OPTION_NAMES: Final = ("max_attempts", "timeout_ms", "backoff", "guarant
 
 @dataclass(frozen=True, slots=True)
 class HeartbeatResult:
-    """What ``ctx.heartbeat()`` answers (J-69a)."""
+    """What ``ctx.heartbeat()`` answers."""
+
+    # J-69a
 
     cancel_requested: bool = False
 
@@ -57,7 +60,7 @@ HeartbeatFn = Callable[[Any], Awaitable[HeartbeatResult]]
 
 
 class JobContext:
-    """Per-attempt context handed to ``perform`` (spec §6.2)."""
+    """Per-attempt context handed to ``perform``."""
 
     __slots__ = ("_clock", "_heartbeat", "attempt", "deadline_at", "job_id", "spawns", "traceparent")
 
@@ -81,11 +84,13 @@ class JobContext:
 
     @property
     def idempotency_key(self) -> str:
-        """Equals the job id; stable across retries (J-21)."""
+        """Equals the job id; stable across retries."""
+        # J-21
         return self.job_id
 
     async def heartbeat(self, progress: Any = None) -> HeartbeatResult:
-        """Report liveness and optional progress in [0, 1]; never raises (J-64, J-65)."""
+        """Report liveness and optional progress in [0, 1]; never raises."""
+        # J-64, J-65
         if self._heartbeat is None:
             return HeartbeatResult()
         return await self._heartbeat(progress)
@@ -94,20 +99,23 @@ class JobContext:
         """Ask for a child node of the current flow node (flows only; dropped if the attempt fails).
 
         A bad ``id`` raises ``InvalidFlowError`` here, failing this attempt like any error, rather than
-        the run's bookkeeping later (F-57, F-3).
+        the run's bookkeeping later.
         """
+        # F-57, F-3
         validate_node_id(id)
         self.spawns.append(SpawnRequest(id, binding, payload, dict(options or {})))
 
     def remaining_ms(self) -> int:
-        """Milliseconds left before ``deadline_at`` (0 or less means: stop now, J-75)."""
+        """Milliseconds left before ``deadline_at`` (0 or less means: stop now)."""
+        # J-75
         return self.deadline_at - self._clock.now()
 
     def timeout(self) -> asyncio.Timeout:
-        """``async with ctx.timeout():`` raises ``TimeoutError`` in the block at ``deadline_at`` (J-75).
+        """``async with ctx.timeout():`` raises ``TimeoutError`` in the block at ``deadline_at``.
 
-        A deadline already past expires at the block's first await. Heartbeats do not move it (J-68).
+        A deadline already past expires at the block's first await. Heartbeats do not move it.
         """
+        # J-75, J-68
         return asyncio.timeout(max(0, self.remaining_ms()) / 1000)
 
 
@@ -162,7 +170,9 @@ def performer_defaults_wire(performer: type[Any]) -> dict[str, Any]:
 
 
 class _Remote:
-    """Marks a binding whose performer lives in another Worker behind a service binding (J-62)."""
+    """Marks a binding whose performer lives in another Worker behind a service binding."""
+
+    # J-62
 
     __slots__ = ("performer",)
 
@@ -179,7 +189,8 @@ class _Remote:
 
 
 def remote(performer: type[Performer[Any, Any]] | None = None) -> Any:
-    """The ``performers`` entry for a performer served by another Worker (J-62)."""
+    """The ``performers`` entry for a performer served by another Worker."""
+    # J-62
     return _Remote(performer)
 
 

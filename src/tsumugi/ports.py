@@ -4,8 +4,9 @@ One engine runs on both runtimes (STYLE.md): the coordinator, the consumer, the 
 API see only these protocols. ``runtimes/local`` implements them with sqlite3 files and asyncio;
 ``runtimes/cloudflare`` with Durable Object storage, Queues and D1.
 
-Wire shapes (dicts passed across these ports) keep the original camelCase keys (J-1).
+Wire shapes (dicts passed across these ports) keep the original camelCase keys.
 """
+# J-1
 
 from __future__ import annotations
 
@@ -24,8 +25,10 @@ class SqlExecutor(Protocol):
     """Synchronous SQL on the coordinator's own SQLite (CPython sqlite3 or Durable Object SQL).
 
     Durable Object SQL is synchronous, so every coordinator method that touches storage runs its
-    statements without awaiting in between; that is what makes check-then-insert atomic (J-4).
+    statements without awaiting in between; that is what makes check-then-insert atomic.
     """
+
+    # J-4
 
     def execute(self, sql: str, params: Sequence[SqlValue] = ()) -> list[Row]:
         """Run one statement and return all its rows (an empty list for writes)."""
@@ -52,7 +55,9 @@ class AlarmPort(Protocol):
 
 # --------------------------------------------------------------------------- queue
 class DispatchQueue(Protocol):
-    """The producer side of TSUMUGI_QUEUE. At most 100 messages per call (J-161)."""
+    """The producer side of TSUMUGI_QUEUE. At most 100 messages per call."""
+
+    # J-161
 
     async def send_batch(self, messages: Sequence[JsonDict]) -> None: ...
 
@@ -88,20 +93,25 @@ class SqlDatabase(Protocol):
 
 
 class ReadModelWriter(Protocol):
-    """Where a coordinator projects its outbox (J-192)."""
+    """Where a coordinator projects its outbox."""
+
+    # J-192
 
     async def upsert_jobs(self, snapshots: Sequence[JsonDict]) -> None:
-        """Upsert job snapshots (D1 ``job`` columns, J-193), guarded by ``seq``."""
+        """Upsert job snapshots (D1 ``job`` columns), guarded by ``seq``."""
+        # J-193
         ...
 
 
 # --------------------------------------------------------------------------- shard RPC
 class ShardRpc(Protocol):
-    """What a job shard answers (the TsumugiJobShard Durable Object's RPC surface, J-22).
+    """What a job shard answers (the TsumugiJobShard Durable Object's RPC surface).
 
     Every argument and result is plain JSON-shaped data with the original camelCase keys, so the same
     calls cross a Durable Object RPC boundary unchanged.
     """
+
+    # J-22
 
     async def enqueue_many(self, inputs: Sequence[JsonDict], settings: JsonDict | None = None) -> list[str]:
         """The ids in input order; a job a throttle dropped has the empty id (ADR-0150)."""
@@ -114,14 +124,16 @@ class ShardRpc(Protocol):
         ...
 
     async def report(self, job_id: str, outcome: JsonDict) -> None:
-        """Record an attempt's outcome (J-119).
+        """Record an attempt's outcome.
 
         ``outcome`` is ``{ok: true, result, spawns?, attempt?}`` or ``{ok: false, error?, retry?, attempt?}``.
         """
+        # J-119
         ...
 
     async def heartbeat(self, job_id: str, progress: Any = None, attempt: int | None = None) -> JsonDict:
-        """Returns ``{ok: bool, cancelRequested: bool}`` (J-66, J-69a)."""
+        """Returns ``{ok: bool, cancelRequested: bool}``."""
+        # J-66, J-69a
         ...
 
     async def claim(self, job_id: str) -> bool: ...
@@ -145,7 +157,8 @@ class ShardRpc(Protocol):
     async def configure(self, settings: JsonDict) -> JsonDict: ...
 
     async def update_policy(self, patch: JsonDict, settings: JsonDict | None = None) -> JsonDict:
-        """Merge ``patch`` and pin (J-176); an unpinned shard merges onto ``settings``, the static ones."""
+        """Merge ``patch`` and pin; an unpinned shard merges onto ``settings``, the static ones."""
+        # J-176
         ...
 
     async def reset_policy(self, settings: JsonDict | None = None) -> JsonDict: ...
@@ -156,16 +169,21 @@ class ShardRpc(Protocol):
 
 
 class ShardNamespace(Protocol):
-    """``env.JOB_SHARD``: finds the shard with a given Durable Object name (``<binding>#<n>``, J-17)."""
+    """``env.JOB_SHARD``: finds the shard with a given Durable Object name (``<binding>#<n>``)."""
+
+    # J-17
 
     def get(self, name: str) -> ShardRpc: ...
 
 
 class RunRpc(Protocol):
-    """What a run coordinator answers (the TsumugiRun Durable Object, F-28). Flows fill in the rest."""
+    """What a run coordinator answers (the TsumugiRun Durable Object). Flows fill in the rest."""
+
+    # F-28
 
     async def notify(self, events: Sequence[JsonDict]) -> None:
-        """Terminal job events ``{nodeId, jobId, state, result, error, spawns?}`` (F-45)."""
+        """Terminal job events ``{nodeId, jobId, state, result, error, spawns?}``."""
+        # F-45
         ...
 
 
@@ -176,6 +194,8 @@ class RunNamespace(Protocol):
 
 
 class PerformerResolver(Protocol):
-    """Finds the object that performs a binding's jobs: a local export or a service binding (J-61)."""
+    """Finds the object that performs a binding's jobs: a local export or a service binding."""
+
+    # J-61
 
     def resolve(self, binding: str, env: Any) -> Any | None: ...

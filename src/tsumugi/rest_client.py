@@ -1,9 +1,10 @@
-"""A typed REST client for Tsumugi's ``/api`` (api.md Part A), sync and async, on httpx.
+"""A typed REST client for Tsumugi's ``/api``, sync and async, on httpx.
 
-Mutations answer with values, like the shard RPC (J-131): ``{"ok": True}`` (plus ``requested``),
+Mutations answer with values, like the shard RPC: ``{"ok": True}`` (plus ``requested``),
 or ``{"ok": False, "reason": "invalid-state" | "gone"}`` for 409/410. Every other non-2xx answer raises
 ``RestApiError`` with the status and the server's ``error`` text.
 """
+# api.md Part A, J-131
 
 from __future__ import annotations
 
@@ -162,7 +163,7 @@ class TsumugiClient:
         return _result(call, response)
 
     def list_jobs(self, **query: Any) -> models.JobList:
-        """Query names as in A-28 (``state``, ``binding``, ``sort``, ``limit``, ...)."""
+        """Query parameters of ``GET /api/jobs`` (``state``, ``binding``, ``sort``, ``limit``, ...)."""
         return cast(models.JobList, self._send(_Calls.list_jobs(**query)))
 
     def get_job(self, job_id: str) -> models.JobDetail:
@@ -195,7 +196,8 @@ class TsumugiClient:
         return cast(dict[str, Any], self._send(_Calls.job_action(job_id, "reschedule", body)))
 
     def bulk_retry(self, **body: Any) -> models.BulkResult:
-        """``ids=[...]`` or filter fields (A-49)."""
+        """``ids=[...]`` or filter fields."""
+        # A-49
         return cast(models.BulkResult, self._send(_Calls.bulk("retry", body)))
 
     def bulk_cancel(self, **body: Any) -> models.BulkResult:
@@ -220,7 +222,7 @@ class TsumugiClient:
         return result.bindings
 
     def update_policy(self, binding: str, **patch: Any) -> models.PolicyResult:
-        """camelCase fields as in J-176 (``paused``, ``concurrency``, ``perKeyConcurrency``, ...)."""
+        """The policy's camelCase fields (``paused``, ``concurrency``, ``perKeyConcurrency``, ...)."""
         call = _Call("POST", f"/api/bindings/{_segment(binding)}/policy", models.PolicyResult, body=patch)
         return cast(models.PolicyResult, self._send(call))
 
@@ -307,7 +309,7 @@ class AsyncTsumugiClient:
         return _result(call, response)
 
     async def list_jobs(self, **query: Any) -> models.JobList:
-        """Query names as in A-28 (``state``, ``binding``, ``sort``, ``limit``, ...)."""
+        """Query parameters of ``GET /api/jobs`` (``state``, ``binding``, ``sort``, ``limit``, ...)."""
         return cast(models.JobList, await self._send(_Calls.list_jobs(**query)))
 
     async def get_job(self, job_id: str) -> models.JobDetail:
@@ -340,7 +342,8 @@ class AsyncTsumugiClient:
         return cast(dict[str, Any], await self._send(_Calls.job_action(job_id, "reschedule", body)))
 
     async def bulk_retry(self, **body: Any) -> models.BulkResult:
-        """``ids=[...]`` or filter fields (A-49)."""
+        """``ids=[...]`` or filter fields."""
+        # A-49
         return cast(models.BulkResult, await self._send(_Calls.bulk("retry", body)))
 
     async def bulk_cancel(self, **body: Any) -> models.BulkResult:
@@ -359,7 +362,7 @@ class AsyncTsumugiClient:
         return result.bindings
 
     async def update_policy(self, binding: str, **patch: Any) -> models.PolicyResult:
-        """camelCase fields as in J-176 (``paused``, ``concurrency``, ``perKeyConcurrency``, ...)."""
+        """The policy's camelCase fields (``paused``, ``concurrency``, ``perKeyConcurrency``, ...)."""
         call = _Call("POST", f"/api/bindings/{_segment(binding)}/policy", models.PolicyResult, body=patch)
         return cast(models.PolicyResult, await self._send(call))
 

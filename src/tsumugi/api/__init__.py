@@ -1,8 +1,9 @@
-"""REST API and dashboard delivery as one runtime-agnostic ASGI app (api.md Part A).
+"""REST API and dashboard delivery as one runtime-agnostic ASGI app.
 
 Names load on first use, so ``from tsumugi.api import bearer_auth`` in an app definition does not pull
 in the REST routes, and Access verification loads only where it is configured.
 """
+# api.md Part A
 
 from __future__ import annotations
 

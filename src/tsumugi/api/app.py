@@ -122,15 +122,17 @@ def routing_path(raw_path: str) -> str:
 
 
 def decode_param(segment: str) -> str:
-    """A path parameter decoded completely, once (A-9): like decodeURIComponent; bad escapes stay."""
+    """A path parameter decoded completely, once: like decodeURIComponent; bad escapes stay."""
+    # A-9
     return _ESCAPE_RUN.sub(lambda run: _decode_run(run.group(), frozenset()), segment)
 
 
 def match_route(method: str, path: str) -> tuple[Handler, dict[str, str]] | None:
-    """The handler for ``method path`` (a ``routing_path``) and its decoded path parameters (A-9).
+    """The handler for ``method path`` (a ``routing_path``) and its decoded path parameters.
 
     An escaped ``/`` is still escaped in a routing path, so it cannot split a segment.
     """
+    # A-9
     for route_method, pattern, names, handler in _COMPILED:
         if route_method != method:
             continue
@@ -150,7 +152,8 @@ def _raw_path(request: Request) -> str:
 
 
 def is_api_path(path: str) -> bool:
-    """A-13, A-14: the original's middlewares cover ``/api`` and ``/api/*``."""
+    """the original's middlewares cover ``/api`` and ``/api/*``."""
+    # A-13, A-14
     return path == "/api" or path.startswith("/api/")
 
 
@@ -240,7 +243,8 @@ class _PipelineMiddleware:
 
 
 def create_rest_app(options: RestOptions) -> Starlette:
-    """One runtime-agnostic ASGI app serving the whole surface (A-1..A-87)."""
+    """One runtime-agnostic ASGI app serving the whole surface."""
+    # A-1..A-87
     if options.auth is None:
         # ADR-0145: the wire stays closed (A-12); the operator learns why from the log, once per app.
         _log.warning(NO_AUTH_WARNING)

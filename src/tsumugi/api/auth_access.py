@@ -1,10 +1,11 @@
-"""Cloudflare Access JWT verification: RS256 only, exact issuer, audience string or list (A-83..A-87).
+"""Cloudflare Access JWT verification: RS256 only, exact issuer, audience string or list.
 
 The claim checks run on the decoded segments first, so the JWKS is fetched only for plausible tokens
-(A-86). The signature is checked as RS256 whatever the header says (ADR-0065), by the platform's
+. The signature is checked as RS256 whatever the header says (ADR-0065), by the platform's
 ``AccessPlatform``: on CPython, PyJWT over ``cryptography`` and an httpx fetch of the JWKS; in a Python
 Worker, where ``cryptography`` does not load, WebCrypto and the runtime's ``fetch`` (ADR-0128).
 """
+# A-83..A-87, A-86
 
 from __future__ import annotations
 
@@ -104,7 +105,7 @@ def _decode(token: str) -> tuple[dict[str, Any], dict[str, Any], list[str]] | No
 
 
 class AccessAuth:
-    """``access_auth(team_domain, aud)``: see A-83..A-87. Claims go to ``request.state.accessClaims``."""
+    """``access_auth(team_domain, aud)``: verify each request's Access JWT; claims go to ``request.state``."""
 
     def __init__(
         self,
@@ -147,7 +148,7 @@ class AccessAuth:
         return jwks
 
     async def verify(self, token: str) -> dict[str, Any] | None:
-        """The verified claims, or None when any check of A-85 fails."""
+        """The verified claims, or None when any check fails."""
         decoded = _decode(token)
         now_ms = self._clock.now()
         if decoded is None or not self._claims_ok(decoded[0], decoded[1], now_ms):
@@ -186,5 +187,6 @@ def access_auth(
     fetch_jwks: FetchJwks | None = None,
     clock: Clock | None = None,
 ) -> AccessAuth:
-    """Guard ``/api/*`` with Cloudflare Access (A-83..A-87)."""
+    """Guard ``/api/*`` with Cloudflare Access."""
+    # A-83..A-87
     return AccessAuth(team_domain, aud, cache_ttl_ms, fetch_jwks, clock)

@@ -1,4 +1,5 @@
-"""Bearer-token auth: header first, then an optional cookie; constant time, length hidden (A-78..A-82)."""
+"""Bearer-token auth: header first, then an optional cookie; constant time, length hidden."""
+# A-78..A-82
 
 from __future__ import annotations
 
@@ -17,12 +18,14 @@ TokenSource = str | Callable[[Any], str | None]
 
 
 def unauthorized() -> Response:
-    """A-81: the built-in refusal."""
+    """the built-in refusal."""
+    # A-81
     return error_response("unauthorized", 401)
 
 
 def read_cookie(request: Request, name: str) -> str | None:
-    """The raw value of the first cookie called ``name``, not percent-decoded (A-79, A-82)."""
+    """The raw value of the first cookie called ``name``, not percent-decoded."""
+    # A-79, A-82
     header = request.headers.get("cookie")
     if not header:
         return None
@@ -35,14 +38,16 @@ def read_cookie(request: Request, name: str) -> str | None:
 
 
 def tokens_equal(presented: str, expected: str) -> bool:
-    """Compare SHA-256 digests so neither content nor length leaks through timing (A-80)."""
+    """Compare SHA-256 digests so neither content nor length leaks through timing."""
+    # A-80
     a = hashlib.sha256(presented.encode("utf-8")).digest()
     b = hashlib.sha256(expected.encode("utf-8")).digest()
     return hmac.compare_digest(a, b)
 
 
 def presented_token(request: Request, cookie: str | None) -> str | None:
-    """A-79: ``Authorization: Bearer <t>`` wins; otherwise the configured cookie."""
+    """``Authorization: Bearer <t>`` wins; otherwise the configured cookie."""
+    # A-79
     header = request.headers.get("authorization")
     if header is not None:
         parts = header.split(" ")
@@ -52,7 +57,7 @@ def presented_token(request: Request, cookie: str | None) -> str | None:
 
 
 class BearerAuth:
-    """``bearer_auth(token, cookie=...)``: see A-78..A-82."""
+    """``bearer_auth(token, cookie=...)``: the header's bearer token, else the cookie's, in constant time."""
 
     def __init__(self, token: TokenSource, cookie: str | None = None) -> None:
         if isinstance(token, str) and token == "":
@@ -74,5 +79,6 @@ class BearerAuth:
 
 
 def bearer_auth(token: TokenSource, cookie: str | None = None) -> BearerAuth:
-    """Guard ``/api/*`` with a fixed token or ``token(env)`` evaluated per request (A-78)."""
+    """Guard ``/api/*`` with a fixed token or ``token(env)`` evaluated per request."""
+    # A-78
     return BearerAuth(token, cookie=cookie)

@@ -1,8 +1,9 @@
-"""The OpenAPI 3.1 document the server answers ``/api/openapi.json`` with (A-69..A-71).
+"""The OpenAPI 3.1 document the server answers ``/api/openapi.json`` with.
 
 It is generated from the pydantic models at build time (``openapi_build.py``) and shipped as
 ``openapi.json``, so serving it reads one file and needs no pydantic (ADR-0128).
 """
+# A-69..A-71
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ def package_version() -> str:
 
 
 def openapi_document(version: str | None = None) -> dict[str, Any]:
-    """The document with ``info.version`` injected at serve time (A-69)."""
+    """The document with ``info.version`` injected at serve time."""
+    # A-69
     document = copy.deepcopy(_static_document())
     document["info"]["version"] = version or package_version()
     return document

@@ -1,9 +1,10 @@
-"""Generates the OpenAPI 3.1 document from the pydantic models (A-69..A-71), at build time.
+"""Generates the OpenAPI 3.1 document from the pydantic models, at build time.
 
 The server ships the result as ``openapi.json`` beside this module and serves that file (``openapi.py``),
 so answering ``/api/openapi.json`` needs no pydantic (ADR-0128). ``scripts/build-openapi`` rewrites the
 file; ``tests/api/test_openapi.py`` fails when it differs from what the models generate.
 """
+# A-69..A-71
 
 from __future__ import annotations
 
@@ -38,7 +39,9 @@ _SIMPLE_KEYS: Final = frozenset(
 
 
 class OpenApiSchema(GenerateJsonSchema):
-    """A-71: nullable scalars as type arrays (never anyOf), single literals as enums, no field titles."""
+    """nullable scalars as type arrays (never anyOf), single literals as enums, no field titles."""
+
+    # A-71
 
     def nullable_schema(self, schema: core_schema.NullableSchema) -> JsonSchemaValue:
         inner = self.generate_inner(schema["schema"])

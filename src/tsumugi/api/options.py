@@ -30,16 +30,20 @@ CLOSED_EXPLANATION = (
 
 
 class AuthMiddleware(Protocol):
-    """A-77: returns a response to refuse (conventionally 401) or None to continue."""
+    """returns a response to refuse (conventionally 401) or None to continue."""
+
+    # A-77
 
     async def __call__(self, request: Request, env: Any) -> Response | None: ...
 
 
 class MetricsReader(Protocol):
-    """Answers ``/api/metrics`` (M-8..M-11): ``{"bindings": [...], "series": [...]}`` in wire shapes.
+    """Answers ``/api/metrics``: ``{"bindings": [...], "series": [...]}`` in wire shapes.
 
-    Raises ``tsumugi.errors.MetricsUpstreamError`` for a refusal or timeout upstream (502, M-12).
+    Raises ``tsumugi.errors.MetricsUpstreamError`` for a refusal or timeout upstream (502).
     """
+
+    # M-8..M-11, M-12
 
     async def read(self, hours: int, binding: str | None) -> JsonDict: ...
 
@@ -68,7 +72,9 @@ class BindingOptions:
 
 @dataclass(frozen=True)
 class MissingBindingsReport:
-    """A-13: the 503 body's ``error`` text and ``missing`` entries."""
+    """the 503 body's ``error`` text and ``missing`` entries."""
+
+    # A-13
 
     message: str
     missing: Sequence[JsonDict]
@@ -95,23 +101,25 @@ class RestOptions:
     server put one there (Starlette lifespan state, or the Workers adapter), else ``env`` below (ADR-0060).
 
     Attributes:
-        auth: None means every request answers 404 (A-12) with ``closed_text`` as its body.
-        performers: registered binding names in registration order; None = standalone (A-56, A-33).
+        auth: None means every request answers 404 with ``closed_text`` as its body.
+        performers: registered binding names in registration order; None = standalone.
         bindings: per-binding options; a binding not listed gets the defaults.
-        enqueue: ``async (env, wire_input) -> job id``; None -> 501 (A-20).
+        enqueue: ``async (env, wire_input) -> job id``; None -> 501.
         enqueue_outcome: ``async (env, wire_input) -> EnqueueOutcome``, for an input with a debounce or
             throttle key, whose answer says whether it debounced or dropped (ADR-0149, ADR-0150).
-        flows: registered flow names; empty -> runs 501 (A-21, A-22).
+        flows: registered flow names; empty -> runs 501.
         start_run: ``async (env, flow, input, local_id | None, deadline_ms | None) -> run id``.
         run_control: ``async (env, run_id, "retry" | "cancel") -> {"ok": bool, "reason"?: str}``.
         run_event: ``async (env, run_id, event, payload) -> {"ok": bool, "node"?, "state"?, "reason"?}``.
-        schedules: ``async (env) -> list of Schedule dicts``; None -> 501 (A-23).
-        metrics: ``env -> MetricsReader | None``, evaluated per request; None -> 501 (A-24).
-        check_bindings: ``env -> MissingBindingsReport | None``; None = standalone, no check (A-19).
-        ui: returns the dashboard HTML; None -> no fallback (A-17).
+        schedules: ``async (env) -> list of Schedule dicts``; None -> 501.
+        metrics: ``env -> MetricsReader | None``, evaluated per request; None -> 501.
+        check_bindings: ``env -> MissingBindingsReport | None``; None = standalone, no check.
+        ui: returns the dashboard HTML; None -> no fallback.
         prometheus: ``env -> RuntimeGauges | None``, evaluated per request; with gauges ``GET /metrics`` is
             served behind the API's pipeline, else ``/metrics`` is an unknown path (ADR-0139).
     """
+
+    # A-12, A-56, A-33, A-20, A-21, A-22, A-23, A-24, A-19, A-17
 
     auth: AuthMiddleware | None
     performers: Sequence[str] | None = None

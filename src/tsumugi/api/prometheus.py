@@ -8,13 +8,14 @@ runtime binds them; a Worker has no scrape target), behind the same pipeline as 
 - ``tsumugi_jobs_settled_total{binding,state}``, ``tsumugi_attempts_total{binding,state}`` counters and
   ``tsumugi_attempt_duration_seconds{binding,state}`` histogram: the jobs that reached a terminal state
   since the runtime started, the attempts they took, and how long each one's last attempt ran (from
-  dispatch to settling, M-3), from the local metrics table;
+  dispatch to settling), from the local metrics table;
 - ``tsumugi_queue_depth`` gauge: messages in the runtime's dispatch queue;
 - ``tsumugi_policy_blocked{binding,shard,reason}`` gauge: 1 when the shard's last tick was held back by
   ``reason`` (pause, capacity, tokens, per_key, per_key_tokens), asked of shard 0 as ``/api/diagnostics``.
 
 ``prometheus-client`` is an optional extra, imported on the first scrape; without it the answer is 501.
 """
+# M-3
 
 from __future__ import annotations
 

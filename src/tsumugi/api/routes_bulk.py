@@ -1,8 +1,9 @@
 """``POST /api/bulk`` and ``GET /api/bulk/{id}``: retry, cancel or reschedule every job a filter matches.
 
-The original's bulk routes act on one page of 200 and report ``remaining`` (A-49..A-53); they answer as
+The original's bulk routes act on one page of 200 and report ``remaining``; they answer as
 they always did. These act on the whole filter, in bounded batches, with a progress resource (ADR-0151).
 """
+# A-49..A-53
 
 from __future__ import annotations
 

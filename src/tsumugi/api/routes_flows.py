@@ -1,4 +1,5 @@
-"""Runs, flows and schedules (A-57..A-65, F-85..F-89, S-21)."""
+"""Runs, flows and schedules."""
+# A-57..A-65, F-85..F-89, S-21
 
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ async def list_runs(ctx: RequestContext) -> Response:
 
 
 def _after(text: Any) -> list[str]:
-    """A-61: stored JSON array text; malformed -> []."""
+    """stored JSON array text; malformed -> []."""
+    # A-61
     try:
         value = json.loads(text) if isinstance(text, str) else None
     except ValueError:

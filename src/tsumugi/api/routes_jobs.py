@@ -1,4 +1,5 @@
-"""Read-model job routes: list, detail, stats and bindings (A-28..A-37, A-54, A-56)."""
+"""Read-model job routes: list, detail, stats and bindings."""
+# A-28..A-37, A-54, A-56
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ from tsumugi.storage.read_model_jobs import JobFilter, JobPage
 
 
 def _retryable(ctx: RequestContext, row: dict[str, Any], now_ms: int) -> bool:
-    """A-33: FAILED/STALLED rows inside the binding's failed retention (always, when standalone)."""
+    """FAILED/STALLED rows inside the binding's failed retention (always, when standalone)."""
+    # A-33
     if row["state"] not in RETRYABLE_STATES:
         return False
     if ctx.options.performers is None:
@@ -66,7 +68,8 @@ async def list_jobs(ctx: RequestContext) -> Response:
 
 
 def _attempts_log(row: dict[str, Any]) -> list[AttemptRecord]:
-    """A-36, A-37: the stored log, or one synthesised entry for a completed job without one."""
+    """the stored log, or one synthesised entry for a completed job without one."""
+    # A-36, A-37
     text = row.get("attempts_log")
     entries: Any = None
     if isinstance(text, str):

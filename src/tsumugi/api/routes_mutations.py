@@ -1,4 +1,5 @@
-"""Job mutations through the shards: create, retry, cancel, reschedule, bulk (A-38..A-53, J-131, J-134)."""
+"""Job mutations through the shards: create, retry, cancel, reschedule, bulk."""
+# A-38..A-53, J-131, J-134
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ JOB_GONE: Final = "job is no longer available: removed from the coordinator afte
 
 
 def mutation_response(result: JsonDict, gone_message: str) -> Response:
-    """J-131/A-43: ok -> 200, invalid-state -> 409, gone -> 410."""
+    """ok -> 200, invalid-state -> 409, gone -> 410."""
+    # J-131, A-43
     if result.get("ok"):
         body: JsonDict = {"ok": True}
         if result.get("requested"):

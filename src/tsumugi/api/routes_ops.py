@@ -1,4 +1,5 @@
-"""Operations: diagnostics, binding policy and metrics (A-55, J-176, J-185, A-66..A-68)."""
+"""Operations: diagnostics, binding policy and metrics."""
+# A-55, J-176, J-185, A-66..A-68
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ _RATE_FIELDS: Final = ("rate", "perKeyRate")
 
 
 async def get_diagnostics(ctx: RequestContext) -> Response:
-    """A-55, J-185: asked live from shard 0 of every registered binding, in registration order."""
+    """asked live from shard 0 of every registered binding, in registration order."""
+    # A-55, J-185
     names = list(ctx.options.performers or ())
     answers = await asyncio.gather(*(ctx.shards.get(f"{name}#0").diagnostics() for name in names))
     bindings = {name: binding_diagnostics(answer) for name, answer in zip(names, answers, strict=True)}
@@ -63,7 +65,8 @@ def _check_rate(name: str, value: Any) -> None:
 
 
 def validate_policy_patch(body: Any) -> JsonDict:
-    """J-176: only the given fields change; at least one must be given (ADR-0067)."""
+    """only the given fields change; at least one must be given (ADR-0067)."""
+    # J-176
     if not isinstance(body, dict):
         raise BodyError("body must be an object")
     patch: JsonDict = {}
@@ -138,7 +141,8 @@ async def reset_policy(ctx: RequestContext) -> Response:
 
 
 def _metrics_window(ctx: RequestContext) -> tuple[int, str | None]:
-    """A-66: hours (missing/empty -> 24, floored, 1..720) and an optional binding name."""
+    """hours (missing/empty -> 24, floored, 1..720) and an optional binding name."""
+    # A-66
     text = ctx.query("hours")
     hours = DEFAULT_METRICS_HOURS if text is None or text == "" else js_number(text)
     if not math.isfinite(hours) or hours < 1:

@@ -253,7 +253,9 @@ class PolicyResult(TypedDict):
 
 
 class CreateJobRequest(TypedDict):
-    """``POST /api/jobs`` after validation: only the fields that were given (A-38, A-39)."""
+    """``POST /api/jobs`` after validation: only the fields that were given."""
+
+    # A-38, A-39
 
     binding: str
     payload: Any
@@ -338,7 +340,8 @@ def is_attempt_record(entry: Any) -> bool:
 
 
 def blocked_flags(source: Mapping[str, Any]) -> BlockedFlags:
-    """The shard's ``blocked`` answer; ``paused`` only when the shard reported one (J-149b)."""
+    """The shard's ``blocked`` answer; ``paused`` only when the shard reported one."""
+    # J-149b
     flags: BlockedFlags = {
         "capacity": bool(source.get("capacity")),
         "tokens": bool(source.get("tokens")),

@@ -1,8 +1,9 @@
-"""Body validation with the original's messages and order, first failure wins (A-38, A-46, A-49, A-62).
+"""Body validation with the original's messages and order, first failure wins.
 
 After the original's checks, ADR-0133's bounds: numbers clamped to what the stores hold, strings made
 well-formed, a payload over the dispatch message limit refused with 413.
 """
+# A-38, A-46, A-49, A-62
 
 from __future__ import annotations
 
@@ -53,7 +54,8 @@ def _check_strings(body: dict[str, Any], names: Sequence[str]) -> None:
 
 
 def validate_create_job(body: Any, performers: Sequence[str] | None) -> CreateJobRequest:
-    """A-38, A-39: returns the accepted fields; every other field is ignored."""
+    """returns the accepted fields; every other field is ignored."""
+    # A-38, A-39
     _require_object(body, allow_array=True)
     fields: dict[str, Any] = body if isinstance(body, dict) else {}
     binding = fields.get("binding")
@@ -113,7 +115,8 @@ def _check_payload_size(payload: Any) -> None:
 
 
 def validate_reschedule(body: Any) -> RescheduleRequest:
-    """A-46: exactly one of runAt/delayMs; runAt may lie in the past."""
+    """exactly one of runAt/delayMs; runAt may lie in the past."""
+    # A-46
     _require_object(body, allow_array=True)
     fields: dict[str, Any] = body if isinstance(body, dict) else {}
     _check_numbers(fields, ("runAt", "delayMs", "priority"))
@@ -135,7 +138,9 @@ def validate_reschedule(body: Any) -> RescheduleRequest:
 
 @dataclass(frozen=True)
 class BulkSelection:
-    """Either explicit ids, or a read-model filter with a limit (A-49, A-50)."""
+    """Either explicit ids, or a read-model filter with a limit."""
+
+    # A-49, A-50
 
     ids: tuple[str, ...] | None
     states: tuple[str, ...] = ()
@@ -160,7 +165,8 @@ def _ids_mode(ids: Any) -> BulkSelection:
 
 
 def validate_bulk(body: Any, action: str) -> BulkSelection:
-    """A-49, A-50: ids mode when ``ids`` is present (null included), else filter mode."""
+    """ids mode when ``ids`` is present (null included), else filter mode."""
+    # A-49, A-50
     _require_object(body, allow_array=True)
     fields: dict[str, Any] = body if isinstance(body, dict) else {}
     if "ids" in fields:
@@ -186,7 +192,8 @@ def validate_bulk(body: Any, action: str) -> BulkSelection:
 
 
 def _filter_text(value: str | None) -> str | None:
-    """A-50: empty is absent; ADR-0133: compared as the stores hold strings."""
+    """empty is absent; ADR-0133: compared as the stores hold strings."""
+    # A-50
     return well_formed(value) if value else None
 
 

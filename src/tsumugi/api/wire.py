@@ -1,4 +1,5 @@
-"""Wire helpers: JS-compatible JSON responses, body parsing, query numbers (A-2..A-5, A-10, A-29)."""
+"""Wire helpers: JS-compatible JSON responses, body parsing, query numbers."""
+# A-2..A-5, A-10, A-29
 
 from __future__ import annotations
 
@@ -54,7 +55,8 @@ class TooLargeError(Exception):
 
 
 def json_response(body: Any, status: int = 200) -> Response:
-    """Compact JSON with integral numbers printed as integers (A-2, A-10)."""
+    """Compact JSON with integral numbers printed as integers."""
+    # A-2, A-10
     return Response(jsonwire.dumps(body), status_code=status, media_type=JSON_MEDIA_TYPE)
 
 
@@ -63,12 +65,14 @@ def error_response(message: str, status: int) -> Response:
 
 
 def refusal_response(message: str, status: int) -> Response:
-    """A-5: the coordinator refused a mutation (409/410)."""
+    """the coordinator refused a mutation (409/410)."""
+    # A-5
     return json_response({"ok": False, "error": message}, status)
 
 
 def not_found_text() -> Response:
-    """A-18: the framework's default 404 body."""
+    """the framework's default 404 body."""
+    # A-18
     return PlainTextResponse("404 Not Found", status_code=404, media_type=TEXT_MEDIA_TYPE)
 
 
@@ -100,10 +104,11 @@ async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
 
 
 async def read_json_body(request: Request) -> Any:
-    """Parse the body as JSON whatever the Content-Type (A-3); raise BodyError on empty or invalid.
+    """Parse the body as JSON whatever the Content-Type; raise BodyError on empty or invalid.
 
     A body over ``MAX_BODY_BYTES`` is refused with 413 before it is parsed (ADR-0133).
     """
+    # A-3
     raw = await read_body(request)
     # As the Fetch API's text(): a leading BOM is dropped and invalid UTF-8 becomes U+FFFD.
     text = raw.decode("utf-8-sig", errors="replace")
@@ -139,7 +144,8 @@ def is_finite_number(value: Any) -> bool:
 
 
 def parse_paging(limit_text: str | None, offset_text: str | None) -> tuple[int, int]:
-    """A-29: limit defaults to 20 (missing, 0, NaN, or below 1), floored, capped at 100; offset >= 0."""
+    """limit defaults to 20 (missing, 0, NaN, or below 1), floored, capped at 100; offset >= 0."""
+    # A-29
     limit = js_number(limit_text) if limit_text is not None else math.nan
     limit_int = 20 if math.isnan(limit) or limit < 1 else min(100, math.floor(min(limit, 1e9)))
     offset = js_number(offset_text) if offset_text is not None else math.nan
@@ -148,12 +154,14 @@ def parse_paging(limit_text: str | None, offset_text: str | None) -> tuple[int, 
 
 
 def optional_text(value: str | None) -> str | None:
-    """A query filter: empty means absent (A-28)."""
+    """A query filter: empty means absent."""
+    # A-28
     return value if value else None
 
 
 def query_bound(value: str | None) -> float | None:
-    """``created_from`` / ``created_to``: missing, empty or non-numeric are ignored, 0 counts (A-28)."""
+    """``created_from`` / ``created_to``: missing, empty or non-numeric are ignored, 0 counts."""
+    # A-28
     if value is None or value == "":
         return None
     number = js_number(value)

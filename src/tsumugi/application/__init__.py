@@ -1,4 +1,4 @@
-"""define_tsumugi(): config objects, typed enqueue paths, queue/scheduled handlers (§10.1)."""
+"""define_tsumugi(): config objects, typed enqueue paths, queue/scheduled handlers."""
 
 from tsumugi.application.definition import TsumugiDefinition
 from tsumugi.application.tsumugi import BoundJobs, Tsumugi, define_tsumugi

@@ -1,4 +1,4 @@
-"""``tsumugi.jobs(env)``: the positional enqueue form (§2), typed like ``tsumugi.enqueue`` (ADR-0140)."""
+"""``tsumugi.jobs(env)``: the positional enqueue form, typed like ``tsumugi.enqueue`` (ADR-0140)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ MappingPayloadT = TypeVar("MappingPayloadT", bound=Mapping[str, Any])
 
 
 class BoundJobs:
-    """``tsumugi.jobs(env)``: the positional enqueue form (§2)."""
+    """``tsumugi.jobs(env)``: the positional enqueue form."""
 
     __slots__ = ("_env", "_tsumugi")
 

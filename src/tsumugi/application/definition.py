@@ -1,4 +1,4 @@
-"""The validated ``define_tsumugi`` configuration (§10.1, J-204, J-180a); checked once, at definition."""
+"""The validated ``define_tsumugi`` configuration; checked once, at definition."""
 
 from __future__ import annotations
 
@@ -97,12 +97,13 @@ class TsumugiDefinition:
 
     @property
     def remote_bindings(self) -> tuple[str, ...]:
-        """Bindings served by another Worker (a ``remote()`` marker, J-62)."""
+        """Bindings served by another Worker (a ``remote()`` marker)."""
         return tuple(name for name, entry in self.performers.items() if not isinstance(entry, type))
 
     @property
     def required_keys(self) -> dict[str, frozenset[str]]:
-        """Per binding, the keys its performer class declares in ``requires`` (J-70)."""
+        """Per binding, the keys its performer class declares in ``requires``."""
+        # J-70
         found: dict[str, frozenset[str]] = {}
         for name, entry in self.performers.items():
             required = _requires(entry)
@@ -112,7 +113,8 @@ class TsumugiDefinition:
 
     @property
     def notice_settings(self) -> JsonDict:
-        """The notice targets every enqueue carries to every shard (J-50, J-180)."""
+        """The notice targets every enqueue carries to every shard."""
+        # J-50, J-180
         settings: JsonDict = {}
         if self.on_failure is not None:
             settings["onFailure"] = self.on_failure
@@ -238,7 +240,8 @@ def _bindings(value: Any, performers: Mapping[str, Any]) -> dict[str, BindingCon
 
 
 def _flows(value: Any, performers: Mapping[str, Any]) -> dict[str, Flow]:
-    """J-204: flow names, node bindings and subflow targets are checked now (F-6, F-12, F-17)."""
+    """flow names, node bindings and subflow targets are checked now."""
+    # F-6, F-12, F-17, J-204
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -254,7 +257,7 @@ def _schedules(
     bindings: Mapping[str, BindingConfig],
     flows: Mapping[str, Flow],
 ) -> tuple[ScheduleDef, ...]:
-    """J-204: every schedule definition is normalized now, in S-2 order, sorted by name (S-5)."""
+    """Every schedule definition is normalized now, in the original's check order, sorted by name."""
     if value is None:
         return ()
     if not isinstance(value, Mapping):
@@ -279,7 +282,8 @@ def _with_class_defaults(spec: Mapping[str, Any], performers: Mapping[str, Any])
 
 
 def _requires(entry: Any) -> frozenset[str]:
-    """The keys a performer class (or a ``remote()`` marker's class) declares required (J-70)."""
+    """The keys a performer class (or a ``remote()`` marker's class) declares required."""
+    # J-70
     cls = entry if isinstance(entry, type) else getattr(entry, "performer", None)
     return frozenset(getattr(cls, "requires", frozenset()) or ())
 

@@ -1,4 +1,5 @@
-"""Startup validation of the platform bindings and the configuration report (J-205, J-206, A-72..A-75)."""
+"""Startup validation of the platform bindings and the configuration report."""
+# J-205, J-206, A-72..A-75
 
 from __future__ import annotations
 
@@ -62,5 +63,6 @@ def configuration_report(missing: Sequence[JsonDict], config_format: ConfigForma
 
 
 def jsonc_fragment(missing: Sequence[JsonDict]) -> str:
-    """C-17/C-18: the JSONC blocks for the missing bindings in kind order, joined by ``,\\n``."""
+    """the JSONC blocks for the missing bindings in kind order, joined by ``,\\n``."""
+    # C-17, C-18
     return render_jsonc(fragment_blocks(missing))

@@ -1,4 +1,5 @@
-"""Starting and steering runs, reading schedules and priming the scheduler (F-19, F-28, S-14, S-21)."""
+"""Starting and steering runs, reading schedules and priming the scheduler."""
+# F-19, F-28, S-14, S-21
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ RUN_ACTIONS: Final = frozenset({"cancel", "retry"})
 
 
 def run_for(env: Any, run_id: str) -> Any:
-    """The run coordinator's handle for ``run_id`` (F-19); raises when ``RUN`` is not bound."""
+    """The run coordinator's handle for ``run_id``; raises when ``RUN`` is not bound."""
+    # F-19
     runs = env_binding(env, "RUN")
     if runs is None:
         raise ConfigurationError(NO_RUN_BINDING)
@@ -64,7 +66,8 @@ async def start_run(
 
 
 async def control_run(env: Any, run_id: str, action: str) -> JsonDict:
-    """``cancel`` (F-69) or ``retry`` (F-77) on the run; ``{ok}`` or ``{ok: False, reason}`` (F-28)."""
+    """``cancel`` or ``retry`` on the run; ``{ok}`` or ``{ok: False, reason}``."""
+    # F-69, F-77, F-28
     if action not in RUN_ACTIONS:
         raise UnknownMutationError(f"unknown run action: {action}")
     stub = run_for(env, run_id)
@@ -87,7 +90,8 @@ async def send_event(env: Any, run_id: str, event: str, payload: Any = None) -> 
 
 
 async def list_schedules(env: Any) -> list[JsonDict]:
-    """S-21: every schedule as the Scheduler stores it, no read-model lag."""
+    """every schedule as the Scheduler stores it, no read-model lag."""
+    # S-21
     scheduler = env_binding(env, "SCHEDULER")
     if scheduler is None:
         raise ConfigurationError(NO_SCHEDULER_BINDING)
@@ -95,7 +99,9 @@ async def list_schedules(env: Any) -> list[JsonDict]:
 
 
 class SchedulePrimer:
-    """S-14: the first event a process handles starts one background ``sync()``; a failure is forgotten."""
+    """the first event a process handles starts one background ``sync()``; a failure is forgotten."""
+
+    # S-14
 
     def __init__(self, enabled: bool) -> None:
         self._enabled = enabled

@@ -1,10 +1,11 @@
-"""The Durable Object classes a Worker entry exports, bound to one app (J-203, F-93; ADR-0123).
+"""The Durable Object classes a Worker entry exports, bound to one app (ADR-0123).
 
 The seed's ``export class TsumugiRun extends tsumugi.runClass {}`` becomes
 ``class TsumugiRun(tsumugi.run_class): pass``. The classes come from the Cloudflare runtime, loaded on first
 use, so the application layer never imports it at module level and an app defined for the embedded runtime
 never loads it.
 """
+# J-203, F-93
 
 from __future__ import annotations
 

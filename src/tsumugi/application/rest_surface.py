@@ -62,7 +62,8 @@ def rest_options(app: Tsumugi, env: Any) -> RestOptions:
 
 def metrics_resolver(resolve: Callable[[Any], Any] | None, clock: Clock) -> MetricsResolver:
     """``/api/metrics`` readers (ADR-0100): Analytics Engine when ``metrics(env)`` gives credentials,
-    else the local runtime's metrics table, in a read model that ``holds_metrics``; otherwise none (A-24)."""
+    else the local runtime's metrics table, in a read model that ``holds_metrics``; otherwise none."""
+    # A-24
     remote = analytics_engine_metrics(resolve) if resolve is not None else None
 
     def reader(env: Any) -> MetricsReader | None:
@@ -89,7 +90,8 @@ def runtime_gauges(env: Any) -> RuntimeGauges | None:
 
 
 def build_rest_app(app: Tsumugi, env: Any) -> ASGIApp:
-    """The REST app, behind a wrapper that primes the scheduler on the first request (S-14)."""
+    """The REST app, behind a wrapper that primes the scheduler on the first request."""
+    # S-14
     rest = create_rest_app(rest_options(app, env))
 
     async def serve(scope: Scope, receive: Receive, send: Send) -> None:
@@ -107,7 +109,8 @@ def _missing_report(app: Tsumugi, env: Any) -> MissingBindingsReport | None:
 
 
 def _dashboard(ui: Any, auth: Any) -> Callable[[], str] | None:
-    """U-1: served only when enabled and auth is configured; the token cookie is the auth's (U-2, U-6)."""
+    """served only when enabled and auth is configured; the token cookie is the auth's."""
+    # U-2, U-6, U-1
     if not ui or auth is None:
         return None
     cookie = ui.get("token_cookie") if isinstance(ui, Mapping) else getattr(auth, "cookie", None)

@@ -1,4 +1,4 @@
-"""``define_tsumugi()``: the typed enqueue paths and the fetch/queue/scheduled handlers (§10.1)."""
+"""``define_tsumugi()``: the typed enqueue paths and the fetch/queue/scheduled handlers."""
 
 from __future__ import annotations
 
@@ -44,7 +44,8 @@ _NO_PAYLOAD: Final = object()
 
 
 async def sweep_read_model(db: SqlDatabase, now_ms: int, retention: SweepOptions) -> int:
-    """The ``scheduled`` call point into the projection's D1 sweep (J-172, J-207)."""
+    """The ``scheduled`` call point into the projection's D1 sweep."""
+    # J-172, J-207
     options = read_model_sweep.SweepOptions(older_than_ms=retention.older_than_ms, limit=retention.limit)
     return await read_model_sweep.sweep_read_model(db, now_ms, options)
 
@@ -87,7 +88,8 @@ class Tsumugi:
     # ------------------------------------------------------------------ Durable Object classes (J-203)
     @property
     def run_class(self) -> type:
-        """``TsumugiRun`` bound to this app: ``class TsumugiRun(tsumugi.run_class): pass`` (F-93)."""
+        """``TsumugiRun`` bound to this app: ``class TsumugiRun(tsumugi.run_class): pass``."""
+        # F-93
         return self._hosted("RunObject", "TsumugiRun")
 
     @property
@@ -120,12 +122,14 @@ class Tsumugi:
 
     @property
     def flows(self) -> Mapping[str, Flow]:
-        """Registered flows by name, validated at definition (J-204)."""
+        """Registered flows by name, validated at definition."""
+        # J-204
         return self.definition.flows
 
     @property
     def schedules(self) -> tuple[ScheduleDef, ...]:
-        """Normalized schedules, sorted by name (S-2, S-5)."""
+        """Normalized schedules, sorted by name."""
+        # S-2, S-5
         return self.definition.schedules
 
     @property
@@ -165,12 +169,13 @@ class Tsumugi:
         return self._typed.binding_config(binding)
 
     def static_settings(self, binding: str) -> JsonDict:
-        """The settings enqueues carry to ``binding``'s shards (J-50): what a policy reset returns to."""
+        """The settings enqueues carry to ``binding``'s shards: what a policy reset returns to."""
+        # J-50
         return {**self.binding_config(binding).settings_wire(), **self.definition.notice_settings}
 
     # ------------------------------------------------------------------ startup validation (J-24, J-205)
     def missing_bindings(self, env: Any) -> list[JsonDict]:
-        """The J-205 problems as ``{kind, name, className?, reason}``; empty when the env is complete."""
+        """The missing bindings as ``{kind, name, className?, reason}``; empty when the env is complete."""
         return missing_bindings(
             env,
             flows=bool(self.definition.flows),
@@ -180,11 +185,12 @@ class Tsumugi:
 
     @staticmethod
     def configuration_report(missing: Sequence[JsonDict]) -> str:
-        """The J-206 report text for ``missing``."""
+        """The report for ``missing``: the problems, the steps that fix them and a wrangler fragment."""
         return configuration_report(missing)
 
     def environment_report(self, env: Any) -> tuple[str, list[JsonDict]] | None:
-        """``(report, missing)`` when bindings are missing, else None; success is cached (J-24, A-75)."""
+        """``(report, missing)`` when bindings are missing, else None; success is cached."""
+        # J-24, A-75
         if self._environment_ok:
             return None
         missing = self.missing_bindings(env)
@@ -194,7 +200,8 @@ class Tsumugi:
         return None
 
     def check_environment(self, env: Any) -> None:
-        """Raise ``MissingBindingsError`` with the report; success is cached, failure is not (J-24)."""
+        """Raise ``MissingBindingsError`` with the report; success is cached, failure is not."""
+        # J-24
         problems = self.environment_report(env)
         if problems is not None:
             raise MissingBindingsError(problems[0])
@@ -252,10 +259,11 @@ class Tsumugi:
         return (await self._typed.enqueue_many(env, [self._inputs.shape(item)]))[0]
 
     async def enqueue_many(self, env: Any, inputs: Sequence[Mapping[str, Any]]) -> list[str]:
-        """Enqueue many jobs, grouped per shard, concurrently; ids in input order (J-39).
+        """Enqueue many jobs, grouped per shard, concurrently; ids in input order.
 
         An input's ``binding`` may be the performer class; payloads are checked like ``enqueue``'s.
         """
+        # J-39
         self.check_environment(env)  # J-24: before the inputs are looked at
         return await self._typed.enqueue_many(env, self._inputs.shape_all(inputs))
 
@@ -263,11 +271,12 @@ class Tsumugi:
         return BoundJobs(self, env)
 
     def shard_for(self, env: Any, binding: str, partition_key: str | None = None) -> ShardHandle:
-        """The shard ``binding``'s jobs with ``partition_key`` live in (J-203a); no startup check."""
+        """The shard ``binding``'s jobs with ``partition_key`` live in; no startup check."""
+        # J-203a
         return self._typed.shard_for(env, binding, partition_key)
 
     async def rest_enqueue(self, env: Any, wire_input: Mapping[str, Any]) -> str:
-        """``POST /api/jobs``: the same client as ``enqueue`` without required-key checks (§5.1)."""
+        """``POST /api/jobs``: the same client as ``enqueue`` without required-key checks."""
         return await self._rest.enqueue(env, self._inputs.shape(wire_input))
 
     async def rest_enqueue_outcome(self, env: Any, wire_input: Mapping[str, Any]) -> EnqueueOutcome:
@@ -288,18 +297,21 @@ class Tsumugi:
     async def start(
         self, env: Any, flow: str, input: Any, id: str | None = None, deadline_ms: int | None = None
     ) -> str:
-        """Start a run of ``flow`` and return ``<flow>:<id>``; one ``id`` starts once (F-19, F-21)."""
+        """Start a run of ``flow`` and return ``<flow>:<id>``; one ``id`` starts once."""
+        # F-19, F-21
         self.check_environment(env)
         return await start_run(env, self.definition.flows, flow, input, id, deadline_ms)
 
     @staticmethod
     def run_for(env: Any, run_id: str) -> Any:
-        """The run coordinator's handle (F-19): ``start``, ``state``, ``cancel``, ``retry``."""
+        """The run coordinator's handle: ``start``, ``state``, ``cancel``, ``retry``."""
+        # F-19
         return run_for(env, run_id)
 
     @staticmethod
     async def run_control(env: Any, run_id: str, action: str) -> JsonDict:
-        """``POST /api/runs/{id}/cancel|retry``: ``{ok}`` or ``{ok: False, reason}`` (F-69, F-77)."""
+        """``POST /api/runs/{id}/cancel|retry``: ``{ok}`` or ``{ok: False, reason}``."""
+        # F-69, F-77
         return await control_run(env, run_id, action)
 
     @staticmethod
@@ -309,11 +321,13 @@ class Tsumugi:
 
     @staticmethod
     async def list_schedules(env: Any) -> list[JsonDict]:
-        """``GET /api/schedules``: straight from the Scheduler (S-21)."""
+        """``GET /api/schedules``: straight from the Scheduler."""
+        # S-21
         return await list_schedules(env)
 
     def prime_schedules(self, env: Any, ctx: Any = None) -> None:
-        """S-14: the first fetch, queue or scheduled event starts one background scheduler sync."""
+        """the first fetch, queue or scheduled event starts one background scheduler sync."""
+        # S-14
         self._primer.prime(env, ctx)
 
     def asgi(self, env: Any) -> Any:
@@ -330,9 +344,10 @@ class Tsumugi:
     async def fetch(self, request: Any, env: Any, ctx: Any = None) -> Any:
         """Serve one request with the REST API and dashboard: ``httpx.Request`` in, ``httpx.Response`` out.
 
-        Lets a custom handler delegate the paths it does not serve (J-7); on Workers the entry class
+        Lets a custom handler delegate the paths it does not serve; on Workers the entry class
         serves the JS request itself (ADR-0084), so this form is for Python callers (ADR-0126).
         """
+        # J-7
         import httpx  # imported here so a queue-only isolate never loads it
 
         self.prime_schedules(env, ctx)
@@ -355,7 +370,8 @@ class Tsumugi:
         )
 
     async def scheduled(self, controller: Any, env: Any, ctx: Any = None) -> int:
-        """The cron handler: sweep the read model (J-172); returns the number of rows swept."""
+        """The cron handler: sweep the read model; returns the number of rows swept."""
+        # J-172
         self.prime_schedules(env, ctx)
         db = env_binding(env, "TSUMUGI_DB")
         if db is None:
@@ -368,9 +384,30 @@ class Tsumugi:
 
 
 def define_tsumugi(config: Mapping[str, Any] | None = None, /, **options: Any) -> Tsumugi:
-    """Validate the configuration eagerly (J-204) and return the ``Tsumugi`` object.
+    """Validate the configuration now and return the ``Tsumugi`` object.
 
-    Takes keyword options (``performers=..., bindings=...``) or a single dict of them.
+    Takes keyword options or a single dict of them; an unknown option is an error. Every mistake is
+    reported here, never at the first enqueue.
+
+    The options:
+
+    - ``performers`` (required): binding name -> ``Performer`` subclass, or ``remote(Class)`` for a
+      performer served by another Worker.
+    - ``bindings``: binding name -> ``BindingConfig`` (or its dict): shards, policy, retention, ``requires``.
+    - ``flows``: flow name -> a flow made with ``create_flow``.
+    - ``schedules``: schedule name -> ``{"binding": ..., "payload": ...}`` or ``{"flow": ..., "input": ...}``,
+      with ``every_ms`` or ``cron``.
+    - ``auth``: ``bearer_auth(...)``, ``access_auth(...)`` or your own middleware; without it the REST API
+      and the dashboard stay closed (every request answers 404).
+    - ``ui``: False turns the dashboard off; a mapping sets its options (``token_cookie``).
+    - ``retention``: ``SweepOptions`` for finished rows of the read model.
+    - ``runs``: ``RunSettings``, the run limits and retention.
+    - ``metrics``: ``env -> {"accountId", "apiToken", "dataset"}``, the credentials that read job metrics
+      from Analytics Engine on Cloudflare.
+    - ``on_failure``: a binding that gets a notice job for each FAILED or STALLED job.
+    - ``on_settled``: a binding (or ``OnSettled``) that gets a notice job for each finished job.
+    - ``on_enqueue``: ``(binding, options) -> options``, defaults applied to every enqueue.
     """
+    # J-204
     merged = {**(config or {}), **options}
     return Tsumugi(parse_definition(merged))

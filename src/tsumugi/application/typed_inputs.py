@@ -86,7 +86,8 @@ class TypedInputs:
         return item if shape is None else shape.apply(item)
 
     def shape_all(self, items: Sequence[Any]) -> Sequence[Any]:
-        """Every input shaped; the same sequence when none changed (J-39: checked before any RPC)."""
+        """Every input shaped; the same sequence when none changed (checked before any RPC)."""
+        # J-39
         if not self._shapes and not any(isinstance(_binding(item), type) for item in items):
             return items
         shaped: list[Any] | None = None

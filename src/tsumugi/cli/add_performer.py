@@ -1,4 +1,5 @@
-"""``tsumugi add-performer NAME``: a performer module plus one export line (C-13..C-16, ADR-0087)."""
+"""``tsumugi add-performer NAME``: a performer module plus one export line (ADR-0087)."""
+# C-13..C-16
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ def _add_performer(args: argparse.Namespace) -> int:
 
 
 def _check_preconditions(root: Path, names: PerformerNames) -> tuple[Path, Path]:
-    """C-14: the performers package exists, the module does not, the export list lacks the class."""
+    """the performers package exists, the module does not, the export list lacks the class."""
+    # C-14
     performers_dir = root / templates.PERFORMERS_DIR
     if not performers_dir.is_dir():
         raise CommandLineError(
@@ -75,7 +77,8 @@ def _append_export(index_path: Path, line: str) -> None:
 
 
 def _print_service_fragment(root: Path, names: PerformerNames) -> None:
-    """C-16: how another Worker binds this performer; this project's own config is not modified."""
+    """how another Worker binds this performer; this project's own config is not modified."""
+    # C-16
     config = find_config(root)
     worker = config_worker_name(config) if config else None
     config_format = config.config_format if config else "jsonc"

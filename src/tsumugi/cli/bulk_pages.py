@@ -1,10 +1,11 @@
-"""Bulk retry and cancel in pages (A-49..A-53), with a progress bar on a terminal.
+"""Bulk retry and cancel in pages, with a progress bar on a terminal.
 
 Given ids go 200 to a request (the API's cap). A filter is sent again until the server says nothing more
-matches (``remaining`` 0, A-51). The read model lags the shards (A-41), so a page may list jobs this
+matches (``remaining`` 0). The read model lags the shards, so a page may list jobs this
 command already handled; then the loop waits briefly and asks again, and gives up after a bounded number
 of such pages, saying how many jobs were still listed.
 """
+# A-49..A-53, A-51, A-41
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ class BulkOutcome:
     left: int = 0  # still listed when the loop gave up on a lagging read model
 
     def as_wire(self) -> dict[str, object]:
-        """The shape of a BulkResult (A-53), ``remaining`` being what was left."""
+        """The shape of a BulkResult, ``remaining`` being what was left."""
+        # A-53
         refused = [failure.model_dump(mode="json") for failure in self.failed]
         return {"ok": self.ok, "failed": refused, "remaining": self.left}
 

@@ -1,4 +1,5 @@
-"""How ``init``, ``add-performer`` and ``doctor`` end on an error: ``tsumugi: <message>``, exit 1 (C-6)."""
+"""How ``init``, ``add-performer`` and ``doctor`` end on an error: ``tsumugi: <message>``, exit 1."""
+# C-6
 
 from __future__ import annotations
 

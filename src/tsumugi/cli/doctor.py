@@ -1,9 +1,10 @@
 """``tsumugi doctor [DIR]``: what a project still lacks before Tsumugi can run (ADR-0088).
 
-Missing bindings are reported exactly as the REST 503 and the typed paths report them (J-206), with the
+Missing bindings are reported exactly as the REST 503 and the typed paths report them, with the
 fragment in the project's own format; the other checks follow as ``✓``/``✗`` lines. Exit 1 when any
 check fails.
 """
+# J-206
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``tsumugi enqueue BINDING PAYLOAD``: one job through ``POST /api/jobs`` (A-38..A-40); prints its id."""
+"""``tsumugi enqueue BINDING PAYLOAD``: one job through ``POST /api/jobs``; prints its id."""
+# A-38..A-40
 
 from __future__ import annotations
 

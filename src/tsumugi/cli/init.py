@@ -60,7 +60,8 @@ class _Plan:
 
 
 def _plan(args: argparse.Namespace) -> _Plan:
-    """Validate every argument before anything runs or is written (C-4)."""
+    """Validate every argument before anything runs or is written."""
+    # C-4
     if len(args.directory) > 1:
         raise CommandLineError("init accepts at most one directory, e.g. `tsumugi init my-worker`")
     if args.config_format not in FORMATS:

@@ -1,9 +1,10 @@
-"""Interactive mode (C-20): a menu, then init or add-performer driven by prompts.
+"""Interactive mode: a menu, then init or add-performer driven by prompts.
 
-``tsumugi`` without arguments on a terminal (stdin and stdout are TTYs, C-6) enters here. Every answer
+``tsumugi`` without arguments on a terminal (stdin and stdout are TTYs) enters here. Every answer
 is checked and confirmed before anything runs; cancelling (end of input, Ctrl-C) or an empty answer
 where one is needed writes nothing and exits 1.
 """
+# C-20, C-6
 
 from __future__ import annotations
 

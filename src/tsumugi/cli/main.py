@@ -43,7 +43,9 @@ _GLOBAL_VALUE_OPTIONS = ("--name", "--format", "--url", "--token")
 
 
 class _Parser(argparse.ArgumentParser):
-    """Parse errors print ``tsumugi: <message>`` and the usage on stderr, exit 1 (C-3)."""
+    """Parse errors print ``tsumugi: <message>`` and the usage on stderr, exit 1."""
+
+    # C-3
 
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"tsumugi: {message}\n{usage()}")
@@ -142,8 +144,9 @@ def _run(name: str, rest: list[str]) -> int:
 def _split_command(args: list[str]) -> tuple[str | None, list[str]]:
     """The command (the first argument that is not an option) and the other arguments, in order.
 
-    Options may come before the command, as with the original's single parse of the whole line (C-1).
+    Options may come before the command, as with the original's single parse of the whole line.
     """
+    # C-1
     index = 0
     while index < len(args):
         token = args[index]

@@ -1,4 +1,5 @@
-"""How a single retry, cancel, reschedule or resume answer is printed, and its exit code (A-43, A-64)."""
+"""How a single retry, cancel, reschedule or resume answer is printed, and its exit code."""
+# A-43, A-64
 
 from __future__ import annotations
 

@@ -75,7 +75,8 @@ def job_detail(job: models.JobDetail) -> str:
 
 
 def run_list(answer: models.RunList) -> str:
-    """``tsumugi runs list``: one row per run, newest change first (A-59)."""
+    """``tsumugi runs list``: one row per run, newest change first."""
+    # A-59
     if not answer.runs:
         return "no runs\n"
     rows = [

@@ -42,7 +42,8 @@ class ProjectConfig:
 
 
 def find_config(directory: Path) -> ProjectConfig | None:
-    """The first of wrangler.json, wrangler.jsonc, wrangler.toml that exists (C-8)."""
+    """The first of wrangler.json, wrangler.jsonc, wrangler.toml that exists."""
+    # C-8
     for file_name, config_format in CONFIG_FILES:
         path = directory / file_name
         if path.is_file():
@@ -65,7 +66,8 @@ def _jsonc_tokens(text: str) -> Iterator[tuple[str, str]]:
 
 
 def jsonc_top_level_name(text: str) -> str | None:
-    """C-8: the string value of the depth-1 key ``name``; comments may sit anywhere between tokens."""
+    """the string value of the depth-1 key ``name``; comments may sit anywhere between tokens."""
+    # C-8
     depth = 0
     previous = ""
     pending_key: str | None = None

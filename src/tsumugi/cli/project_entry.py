@@ -99,7 +99,8 @@ def _non_empty(value: ast.expr | None) -> bool:
 
 
 def _remote_bindings(performers: ast.expr | None) -> tuple[str, ...]:
-    """Keys of a literal ``performers`` dict whose value is a ``remote(...)`` call (A-73)."""
+    """Keys of a literal ``performers`` dict whose value is a ``remote(...)`` call."""
+    # A-73
     if not isinstance(performers, ast.Dict):
         return ()
     return tuple(

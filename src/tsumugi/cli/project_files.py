@@ -1,4 +1,5 @@
-"""Writing scaffold files without overwriting what exists (C-12, ADR-0036) unless ``--force``."""
+"""Writing scaffold files without overwriting what exists (ADR-0036) unless ``--force``."""
+# C-12
 
 from __future__ import annotations
 

@@ -133,7 +133,8 @@ def durable_object_checks(declared: Mapping[str, Any], exports: frozenset[str], 
 
 
 def queue_checks(declared: Mapping[str, Any]) -> list[Check]:
-    """The Tsumugi queue must also be consumed by this Worker, or no job ever runs (J-6)."""
+    """The Tsumugi queue must also be consumed by this Worker, or no job ever runs."""
+    # J-6
     consumed = {str(c.get("queue")) for c in _entries(declared, "queues", "consumers")}
     checks = []
     for producer in _entries(declared, "queues", "producers"):
@@ -214,7 +215,8 @@ def local_migration_status(root: Path) -> MigrationStatus | None:
 
 
 def token_check(root: Path, environ: Mapping[str, str]) -> Check:
-    """TSUMUGI_TOKEN in the environment or .dev.vars: without it the API answers 404 (A-12)."""
+    """TSUMUGI_TOKEN in the environment or.dev.vars: without it the API answers 404."""
+    # A-12
     if environ.get("TSUMUGI_TOKEN"):
         return Check(True, "TSUMUGI_TOKEN is set in the environment")
     if read_dev_vars(root / ".dev.vars").get("TSUMUGI_TOKEN"):

@@ -1,4 +1,5 @@
-"""Names the scaffolder derives: performer class and module from a raw name (C-13), the worker name (C-7)."""
+"""Names the scaffolder derives: performer class and module from a raw name, the worker name."""
+# C-13, C-7
 
 from __future__ import annotations
 
@@ -26,12 +27,14 @@ class PerformerNames:
 
 
 def split_words(raw: str) -> list[str]:
-    """Words of ``raw``: split on ``-``, ``_``, whitespace and camel/Pascal boundaries (C-13)."""
+    """Words of ``raw``: split on ``-``, ``_``, whitespace and camel/Pascal boundaries."""
+    # C-13
     return [word for chunk in _SEPARATORS.split(raw) for word in _WORDS.findall(chunk)]
 
 
 def performer_names(raw: str) -> PerformerNames:
-    """C-13: ``send-mail``, ``sendMail``, ``SendMail``, ``SEND_MAIL`` give ``SendMail``/``send_mail``."""
+    """``send-mail``, ``sendMail``, ``SendMail``, ``SEND_MAIL`` give ``SendMail``/``send_mail``."""
+    # C-13
     words = split_words(raw)
     class_name = "".join(word[:1].upper() + word[1:].lower() for word in words)
     module = "_".join(word.lower() for word in words)

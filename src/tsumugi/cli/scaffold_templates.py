@@ -1,9 +1,10 @@
-"""The files ``tsumugi init`` and ``tsumugi add-performer`` write (C-9, C-11, C-15; ADR-0087).
+"""The files ``tsumugi init`` and ``tsumugi add-performer`` write (ADR-0087).
 
 A Python Worker: ``src/`` is the module root, so the entry imports the ``performers`` package by name.
 ``python_modules/`` (what ``pywrangler sync`` vendors) sits next to the wrangler file, never inside
-``src/`` (PLATFORM.md §1).
+``src/``.
 """
+# C-9, C-11, C-15, PLATFORM.md §1
 
 from __future__ import annotations
 
@@ -98,7 +99,8 @@ __pycache__/
 
 
 def performer_module(class_name: str) -> str:
-    """A new performer's module (C-15)."""
+    """A new performer's module."""
+    # C-15
     return f'''"""The {class_name} performer: describe its payload here."""
 
 from typing import Any
@@ -115,7 +117,8 @@ class {class_name}(Performer):
 
 
 def export_line(class_name: str, module: str) -> str:
-    """The one line ``add-performer`` appends to the performers package (C-15)."""
+    """The one line ``add-performer`` appends to the performers package."""
+    # C-15
     return f"from .{module} import {class_name}\n"
 
 

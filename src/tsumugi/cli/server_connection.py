@@ -1,10 +1,11 @@
 """How the operator commands reach a server: ``--url``/``--token``, the exit codes, and errors in words.
 
 Exit codes (also in ``tsumugi --help`` and the README): 0 done; 1 a command-line error or an unexpected
-failure (C-3, C-6); 2 the server could not be reached; 3 the token was missing or refused; 4 the server
+failure; 2 the server could not be reached; 3 the token was missing or refused; 4 the server
 refused the request (unknown id, not allowed in the job's state, invalid input), or refused some of the
 jobs of a bulk change; 5 the server failed or does not offer the operation (5xx).
 """
+# C-3, C-6
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``tsumugi stats``: jobs per state and the oldest scheduled job's wait (``GET /api/stats``, A-54)."""
+"""``tsumugi stats``: jobs per state and the oldest scheduled job's wait (``GET /api/stats``)."""
+# A-54
 
 from __future__ import annotations
 

@@ -64,7 +64,8 @@ def text_or_none(value: object) -> str:
 
 
 def json_text(value: BaseModel | object) -> str:
-    """What ``--json`` prints: the wire shape of a REST answer (A-6 names), indented."""
+    """What ``--json`` prints: the wire shape of a REST answer (names), indented."""
+    # A-6
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json", by_alias=True)
     return json.dumps(value, indent=2, ensure_ascii=False) + "\n"

@@ -1,8 +1,9 @@
-"""Running wrangler for ``tsumugi init --provision`` (C-9) and reading a new database's id.
+"""Running wrangler for ``tsumugi init --provision`` and reading a new database's id.
 
 Which wrangler: ``$TSUMUGI_WRANGLER`` (a command line), else the project's ``node_modules/.bin/wrangler``,
 else ``wrangler`` on PATH, else ``npx --yes wrangler`` (as pywrangler calls it).
 """
+# C-9
 
 from __future__ import annotations
 
@@ -66,7 +67,8 @@ def run_wrangler(directory: Path, args: Sequence[str]) -> WranglerResult:
 
 
 def extract_database_id(stdout: str) -> str | None:
-    """The id ``wrangler d1 create`` printed, or None (C-9 step 3)."""
+    """The id ``wrangler d1 create`` printed, or None (step 3)."""
+    # C-9
     for pattern in _DATABASE_ID_PATTERNS:
         match = pattern.search(stdout)
         if match:

@@ -1,8 +1,9 @@
 """JobShard: the TsumugiJobShard Durable Object minus the Durable Object (implements ``ShardRpc``).
 
-Every RPC runs its storage work synchronously in one transaction (so check-then-insert is atomic, J-4),
-then awaits only the alarm. The alarm handler is one tick (J-161).
+Every RPC runs its storage work synchronously in one transaction (so check-then-insert is atomic),
+then awaits only the alarm. The alarm handler is one tick.
 """
+# J-4, J-161
 
 from __future__ import annotations
 
@@ -41,7 +42,9 @@ _NOT_BLOCKED: Final = {
 
 
 class JobShard:
-    """One shard of one binding (``<binding>#<n>``, J-17)."""
+    """One shard of one binding (``<binding>#<n>``)."""
+
+    # J-17
 
     def __init__(
         self,
@@ -172,7 +175,8 @@ class JobShard:
         return await self._mutate(lambda: apply_reschedule(self.ctx, job_id, run_at, delay_ms, priority, now))
 
     async def mutate_many(self, action: str, job_ids: Sequence[str]) -> dict[str, Any]:
-        """Bulk retry/cancel with the per-job rules (J-134)."""
+        """Bulk retry/cancel with the per-job rules."""
+        # J-134
         if action not in ("retry", "cancel"):
             raise UnknownMutationError(f"unknown bulk action: {action}")
         ok: list[str] = []
@@ -210,13 +214,14 @@ class JobShard:
     async def update_policy(
         self, patch: Mapping[str, Any], settings: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
-        """Merge the given policy fields and pin (J-176).
+        """Merge the given policy fields and pin.
 
         ``settings`` are the binding's static settings, which the caller's config knows (the REST
         layer passes them, as for a reset). A shard not yet pinned merges onto them: before its first
-        enqueue it holds only the built-in defaults, since static settings travel with enqueues (J-50;
-        ADR-0131). A pinned shard merges onto what it pinned.
+        enqueue it holds only the built-in defaults, since static settings travel with enqueues
+        (ADR-0131). A pinned shard merges onto what it pinned.
         """
+        # J-176, J-50
         ctx = self.ctx
 
         def run() -> None:
@@ -228,7 +233,8 @@ class JobShard:
         return ctx.settings.to_wire()
 
     async def reset_policy(self, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """Unpin and return to the static settings last carried by an enqueue (J-176)."""
+        """Unpin and return to the static settings last carried by an enqueue."""
+        # J-176
         ctx = self.ctx
         ctx.transaction(lambda: ctx.unpin(dict(settings) if settings is not None else None))
         await ctx.arm(ctx.clock.now())

@@ -1,8 +1,9 @@
-"""The shard's state changes as conditional updates (J-92), with their terminal events (J-180b, F-45).
+"""The shard's state changes as conditional updates, with their terminal events.
 
 Each function runs inside the caller's transaction and returns the new row, or None when the job was
-not in one of the source states (the race lost, J-92).
+not in one of the source states (the race lost).
 """
+# J-92, J-180b, F-45
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ IN_FLIGHT: Final = tuple(sorted(IN_FLIGHT_STATES))  # ("QUEUED", "RUNNING")
 
 
 def _checked(from_states: Iterable[str], to_state: str) -> tuple[str, ...]:
-    """The source states, each a legal move to ``to_state`` (a broken caller raises, J-92)."""
+    """The source states, each a legal move to ``to_state`` (a broken caller raises)."""
+    # J-92
     states = tuple(from_states)
     for state in states:
         assert_transition(state, to_state)
@@ -65,7 +67,8 @@ def to_scheduled(
 
 
 def to_queued(ctx: ShardContext, job_id: str, now_ms: int) -> JobRow | None:
-    """SCHEDULED -> QUEUED at dispatch (E2): the silence clock starts now (J-111)."""
+    """SCHEDULED -> QUEUED at dispatch (E2): the silence clock starts now."""
+    # J-111
     row = ctx.jobs.update(
         job_id,
         ("SCHEDULED",),
@@ -101,7 +104,8 @@ def to_queued_many(ctx: ShardContext, job_ids: list[str], now_ms: int) -> dict[s
 
 
 def to_running(ctx: ShardContext, job_id: str, now_ms: int) -> JobRow | None:
-    """QUEUED -> RUNNING by the claim (E3); the silence origin stays ``dispatched_at`` (J-111)."""
+    """QUEUED -> RUNNING by the claim (E3); the silence origin stays ``dispatched_at``."""
+    # J-111
     row = ctx.jobs.update(
         job_id,
         ("QUEUED",),

@@ -1,8 +1,9 @@
-"""RunCoordinator: the TsumugiRun Durable Object minus the Durable Object (F-20..F-28, F-45, F-77).
+"""RunCoordinator: the TsumugiRun Durable Object minus the Durable Object.
 
 One instance per run, named by the run id, with its own SQLite and one alarm. Methods record and arm;
-the alarm's tick (``run_tick``) does the work, so actor-to-actor calls never nest (F-45).
+the alarm's tick (``run_tick``) does the work, so actor-to-actor calls never nest.
 """
+# F-20..F-28, F-45, F-77
 
 from __future__ import annotations
 
@@ -55,8 +56,9 @@ class RunCoordinator:
     ) -> None:
         """``storage_exists``: whether any storage is there yet; without it, storage always is (ADR-0116).
 
-        ``binding_settings(binding)``: the settings a client enqueue carries to that binding (J-50).
+        ``binding_settings(binding)``: the settings a client enqueue carries to that binding.
         """
+        # J-50
         self.name = name
         self.clock = clock
         self.alarm_port = alarm
@@ -78,7 +80,8 @@ class RunCoordinator:
         self.has_storage()
 
     def has_storage(self) -> bool:
-        """Prepare the schema when there is storage; False means no run was ever created (F-28)."""
+        """Prepare the schema when there is storage; False means no run was ever created."""
+        # F-28
         if not self._schema_ready and (self._storage_exists is None or self._storage_exists()):
             ensure_run_schema(self.sql)
             self._schema_ready = True
@@ -101,11 +104,12 @@ class RunCoordinator:
         return run.state != "RUNNING" and reported and self.outbox.is_empty()
 
     def enqueue_settings(self, shard: str) -> JsonDict | None:
-        """What node jobs carry to ``shard`` (``<binding>#<n>``), as a client enqueue would (J-50).
+        """What node jobs carry to ``shard`` (``<binding>#<n>``), as a client enqueue would.
 
         Without them a shard first reached by a run never learns its binding's policy, retention or
         notice targets (seed pages: limits and notifications apply to every job of a binding).
         """
+        # J-50
         if self.binding_settings is None:
             return None
         return self.binding_settings(shard.partition("#")[0]) or None
@@ -130,7 +134,8 @@ class RunCoordinator:
             raise
 
     async def arm(self, at_ms: int) -> None:
-        """Earliest wins: never push back an alarm someone else set (F-37)."""
+        """Earliest wins: never push back an alarm someone else set."""
+        # F-37
         current = await self.alarm_port.get_alarm()
         if current is None or current > at_ms:
             await self.alarm_port.set_alarm(at_ms)
@@ -144,7 +149,8 @@ class RunCoordinator:
         parent: Mapping[str, str] | None = None,
         depth: int = 0,
     ) -> JsonDict:
-        """Create the run once; a repeated start returns the existing id before any check (F-20, F-21)."""
+        """Create the run once; a repeated start returns the existing id before any check."""
+        # F-20, F-21
         now = self.clock.now()
         if not self._schema_ready:
             ensure_run_schema(self.sql)
@@ -205,14 +211,16 @@ class RunCoordinator:
         return dict(outcome)
 
     async def state(self) -> str | None:
-        """The run state, or None when no run exists; never creates one (F-28, S-20)."""
+        """The run state, or None when no run exists; never creates one."""
+        # F-28, S-20
         if not self.has_storage():
             return None
         run = self.store.run()
         return None if run is None else run.state
 
     async def notify(self, events: Sequence[JsonDict]) -> None:
-        """Record terminal job events; successors start on the next tick (F-45, F-56)."""
+        """Record terminal job events; successors start on the next tick."""
+        # F-45, F-56
         now = self.clock.now()
         if not self.has_storage():
             return
@@ -260,7 +268,8 @@ class RunCoordinator:
         return touched
 
     async def notify_child(self, node_id: str, child_run_id: str, state: str) -> None:
-        """A child run ended: mirror its state on the subflow node (F-63)."""
+        """A child run ended: mirror its state on the subflow node."""
+        # F-63
         now = self.clock.now()
         if not self.has_storage():
             return
@@ -279,7 +288,8 @@ class RunCoordinator:
             await self.arm(now)
 
     async def cancel(self) -> JsonDict:
-        """Ask the run to stop; nodes are stopped by the tick (F-69)."""
+        """Ask the run to stop; nodes are stopped by the tick."""
+        # F-69
         now = self.clock.now()
         if not self.has_storage():
             return dict(GONE)
@@ -300,7 +310,8 @@ class RunCoordinator:
         return dict(outcome)
 
     async def retry(self) -> JsonDict:
-        """Resume a FAILED run: COMPLETED nodes are kept, the rest run again (F-77, F-78)."""
+        """Resume a FAILED run: COMPLETED nodes are kept, the rest run again."""
+        # F-77, F-78
         now = self.clock.now()
         if not self.has_storage():
             return dict(GONE)
@@ -354,7 +365,8 @@ class RunCoordinator:
         return dict(outcome)
 
     async def alarm(self) -> None:
-        """The alarm handler: one tick at a time (F-34); a failed tick retries in 5 s (F-38)."""
+        """The alarm handler: one tick at a time; a failed tick retries in 5 s."""
+        # F-34, F-38
         if not self.has_storage():
             return  # a stale alarm of a run that never existed: nothing to tick
         if self.ticking:
@@ -372,5 +384,6 @@ class RunCoordinator:
 
 
 def _result_text(result: Any) -> str | None:
-    """Events carry the result as JSON text (F-45); a decoded value is encoded the same way."""
+    """Events carry the result as JSON text; a decoded value is encoded the same way."""
+    # F-45
     return result if result is None or isinstance(result, str) else jsonwire.dumps(result)

@@ -1,8 +1,9 @@
-"""Applying ``advance`` decisions to a run's storage (F-36, F-40, F-49, F-69; T-4; ADR-0073).
+"""Applying ``advance`` decisions to a run's storage (T-4; ADR-0073).
 
 One ``DecisionApplier`` lives for one tick. Skips, expansions, aggregations and cancellations are
 written at once; starts reserve their job id and are collected, then enqueued together by the tick.
 """
+# F-36, F-40, F-49, F-69
 
 from __future__ import annotations
 
@@ -259,7 +260,8 @@ class DecisionApplier:
             self._write(node.id, state="RUNNING", wake_at=wake_at, on_timeout=wait.on_timeout.value)
 
     async def _cancel(self, node: NodeRow, cancelling: bool, expired: bool) -> None:
-        """F-69, F-74: stop what has not run; running jobs and child runs are asked, then waited for."""
+        """stop what has not run; running jobs and child runs are asked, then waited for."""
+        # F-69, F-74
         if node.state == "SCHEDULED" and node.job_id is not None:
             outcome = await self.shards.get(shard_name_of(node.job_id)).cancel(node.job_id)
             accepted = bool(outcome.get("ok")) and not outcome.get("requested")
@@ -288,7 +290,8 @@ def dynamic_row(
     seq: int,
     now_ms: int,
 ) -> dict[str, Any]:
-    """A fan-out or spawned child with its payload and options frozen as JSON (F-49, F-56)."""
+    """A fan-out or spawned child with its payload and options frozen as JSON."""
+    # F-49, F-56
     return {
         "id": node_id,
         "binding": binding,

@@ -1,8 +1,9 @@
-"""What a run coordinator calls on other runs and on the read model (F-28, F-61, F-63, F-84).
+"""What a run coordinator calls on other runs and on the read model.
 
 ``ports.RunRpc`` only names ``notify``; a run also starts, cancels, resumes and answers its child runs.
 These protocols describe that full surface until ``ports.py`` carries it.
 """
+# F-28, F-61, F-63, F-84
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from tsumugi.ports import JsonDict
 
 
 class RunPeer(Protocol):
-    """Another run coordinator, reached through ``env.RUN`` (F-28)."""
+    """Another run coordinator, reached through ``env.RUN``."""
+
+    # F-28
 
     async def start(
         self,
@@ -44,7 +47,9 @@ class RunPeers(Protocol):
 
 
 class RunProjection(Protocol):
-    """Where run and node snapshots go; each snapshot carries its outbox ``seq`` (F-84)."""
+    """Where run and node snapshots go; each snapshot carries its outbox ``seq``."""
+
+    # F-84
 
     async def upsert_runs(self, snapshots: Sequence[Mapping[str, Any]]) -> None: ...
 

@@ -1,4 +1,5 @@
-"""Spawned children of a node, inserted before its parent settles (F-55..F-57)."""
+"""Spawned children of a node, inserted before its parent settles."""
+# F-55..F-57
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from tsumugi.storage.run_store import RunStore
 def insert_spawns(
     store: RunStore, max_nodes: int, parent: str, spawns: Sequence[Any], now: int
 ) -> set[str] | str:
-    """Insert spawned children first, so nobody sees the parent settled without them (F-56)."""
+    """Insert spawned children first, so nobody sees the parent settled without them."""
+    # F-56
     if store.node_count() + len(spawns) > max_nodes:
         return f"node count exceeded the limit: {max_nodes}"
     seq = store.next_seq()

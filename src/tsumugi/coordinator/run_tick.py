@@ -1,4 +1,5 @@
-"""One alarm tick of a run (F-35): expire, decide, enqueue, start children, project, notify, sweep, re-arm."""
+"""One alarm tick of a run: expire, decide, enqueue, start children, project, notify, sweep, re-arm."""
+# F-35
 
 from __future__ import annotations
 
@@ -101,7 +102,8 @@ class RunTick:
         self.c.snapshot_run()
 
     def _expire(self, run: RunRow) -> None:
-        """F-73: the deadline flag is set once, only while RUNNING, and persisted."""
+        """the deadline flag is set once, only while RUNNING, and persisted."""
+        # F-73
         if (
             not run.expired
             and run.state == "RUNNING"
@@ -137,8 +139,9 @@ class RunTick:
         """The decided nodes' rows in one read, for rounds that cannot interleave with a notify.
 
         Only a cancellation awaits another coordinator mid-round, letting events change nodes; every
-        other decision is applied without yielding and writes only its own node (F-35, ADR-0115).
+        other decision is applied without yielding and writes only its own node (ADR-0115).
         """
+        # F-35
         if any(d.type is DecisionType.CANCEL for d in decisions):
             return {}
         return {row.id: row for row in self.c.store.nodes_by_id([d.id for d in decisions])}
@@ -206,7 +209,8 @@ class RunTick:
         return len(rows) >= 200
 
     async def _notify_parent(self) -> bool:
-        """F-63: tell the parent once the run is terminal; False when that call failed."""
+        """tell the parent once the run is terminal; False when that call failed."""
+        # F-63
         run = self.c.store.run()
         if run is None or run.state == "RUNNING" or run.parent_run_id is None or run.parent_notified:
             return True
@@ -223,7 +227,8 @@ class RunTick:
         return settings.failed_retention_ms if state == "FAILED" else settings.sweep_after_ms
 
     async def _sweep(self, notified: bool) -> bool:
-        """F-82: delete the whole run once it is finished, projected, reported and old enough."""
+        """delete the whole run once it is finished, projected, reported and old enough."""
+        # F-82
         run = self.c.store.run()
         if run is None or run.state == "RUNNING" or not notified or not self.c.outbox.is_empty():
             return False

@@ -1,8 +1,9 @@
-"""Scheduler: the TsumugiScheduler Durable Object minus the Durable Object (S-12..S-20).
+"""Scheduler: the TsumugiScheduler Durable Object minus the Durable Object.
 
 Definitions live in code; storage holds one row per schedule with its next occurrence. Every tick
-reconciles code and rows, fires what is due (once per due row, S-11) and arms the alarm.
+reconciles code and rows, fires what is due (once per due row) and arms the alarm.
 """
+# S-12..S-20, S-11
 
 from __future__ import annotations
 
@@ -43,7 +44,9 @@ NO_RUN_BINDING: Final = "RUN binding is not configured, add the Run DO binding t
 
 
 class Scheduler:
-    """Owns every schedule's timing state; one instance named ``scheduler`` (S-12)."""
+    """Owns every schedule's timing state; one instance named ``scheduler``."""
+
+    # S-12
 
     def __init__(
         self,
@@ -57,7 +60,8 @@ class Scheduler:
         shards_of: Mapping[str, int] | None = None,
         binding_settings: Callable[[str], JsonDict] | None = None,
     ) -> None:
-        """``binding_settings(binding)``: the settings a client enqueue carries to that binding (J-50)."""
+        """``binding_settings(binding)``: the settings a client enqueue carries to that binding."""
+        # J-50
         self.sql = sql
         self.store = ScheduleStore(sql)
         self.clock = clock
@@ -71,16 +75,19 @@ class Scheduler:
         self.ticking = False
 
     async def list(self) -> list[dict[str, Any]]:
-        """Every schedule ordered by name, as stored; no reconcile (S-14, S-21)."""
+        """Every schedule ordered by name, as stored; no reconcile."""
+        # S-14, S-21
         return [row.listing() for row in self.store.rows()]
 
     async def sync(self) -> None:
-        """Reconcile with the code, then arm (S-14)."""
+        """Reconcile with the code, then arm."""
+        # S-14
         self.sql.transaction(lambda: self._reconcile(self.clock.now()))
         await self._arm()
 
     async def alarm(self) -> None:
-        """The tick (S-16)."""
+        """The tick."""
+        # S-16
         if self.ticking:
             return  # the running tick re-arms
         self.ticking = True
@@ -102,7 +109,8 @@ class Scheduler:
 
     # ------------------------------------------------------------------ internals
     def _reconcile(self, now: int) -> None:
-        """S-13: add new names, re-phase changed timings, keep next_run_at otherwise, drop vanished."""
+        """add new names, re-phase changed timings, keep next_run_at otherwise, drop vanished."""
+        # S-13
         if self.store.fingerprint() == self.fingerprint:
             return
         rows = {row.name: row for row in self.store.rows()}
@@ -131,7 +139,8 @@ class Scheduler:
         self.store.set_fingerprint(self.fingerprint)
 
     async def _arm(self) -> None:
-        """S-15: the earliest next_run_at, unconditionally; no rows, no alarm."""
+        """the earliest next_run_at, unconditionally; no rows, no alarm."""
+        # S-15
         earliest = self.store.earliest()
         if earliest is None:
             await self.alarm_port.delete_alarm()
@@ -139,7 +148,8 @@ class Scheduler:
             await self.alarm_port.set_alarm(earliest)
 
     async def _fire(self, row: ScheduleRow, spec: ScheduleDef, now: int) -> None:
-        """S-17: fire the stored occurrence once; missed ones are dropped; failures move on too."""
+        """fire the stored occurrence once; missed ones are dropped; failures move on too."""
+        # S-17
         occurrence = row.next_run_at
         following = _next(spec.every_ms, spec.cron, occurrence, now)
         try:
@@ -169,7 +179,8 @@ class Scheduler:
         )
 
     async def _active(self, row: ScheduleRow, spec: ScheduleDef) -> bool:
-        """S-20: is the previous firing still going?"""
+        """is the previous firing still going?"""
+        # S-20
         if spec.kind == "job":
             if row.last_job_id is None:
                 return False
@@ -180,7 +191,8 @@ class Scheduler:
         return await self._runs().get(row.last_run_id).state() == "RUNNING"
 
     async def _launch(self, spec: ScheduleDef, occurrence: int) -> tuple[str | None, str | None]:
-        """Enqueue the job or start the run of one occurrence; ids derive from it (S-18)."""
+        """Enqueue the job or start the run of one occurrence; ids derive from it."""
+        # S-18
         definition = spec.definition
         context = ScheduleContext(scheduled_at=occurrence)
         if spec.kind == "job":
@@ -215,7 +227,8 @@ def _next(every_ms: int | None, cron: str | None, previous: int | None, now: int
 
 
 async def _resolve(value: Any, context: ScheduleContext) -> Any:
-    """S-4: a value, or a function (sync or async) of the schedule context."""
+    """a value, or a function (sync or async) of the schedule context."""
+    # S-4
     if callable(value):
         value = value(context)
         if inspect.isawaitable(value):

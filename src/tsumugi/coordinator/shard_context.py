@@ -24,10 +24,12 @@ T = TypeVar("T")
 
 
 class MetricsWriter(Protocol):
-    """Writes one metrics point per terminal snapshot after a projection (J-194).
+    """Writes one metrics point per terminal snapshot after a projection.
 
-    Should not raise; if it does, the tick logs ``tsumugi: writeMetrics failed`` and goes on (M-4).
+    Should not raise; if it does, the tick logs ``tsumugi: writeMetrics failed`` and goes on.
     """
+
+    # J-194, M-4
 
     async def write(self, snapshots: Sequence[Mapping[str, Any]]) -> int: ...
 
@@ -75,8 +77,9 @@ class ShardContext:
 
         ``put_settings`` updates the cache as it writes, so a transaction that fails after it (a full
         disk at a later statement or at the commit) would leave the cache ahead of the disk, and the
-        write skipped the next time the same settings come (J-51).
+        write skipped the next time the same settings come.
         """
+        # J-51
         try:
             return self.sql.transaction(fn)
         except BaseException:
@@ -86,7 +89,8 @@ class ShardContext:
     # ------------------------------------------------------------------ settings (J-50, J-51, J-175)
     @property
     def settings(self) -> ShardSettings:
-        """The settings in force, loaded lazily once per instance (J-161 step 1)."""
+        """The settings in force, loaded lazily once per instance (step 1)."""
+        # J-161
         if self._settings is None:
             self._settings = settings_from_wire(self.store.get(SETTINGS))
         return self._settings
@@ -96,13 +100,15 @@ class ShardContext:
         return bool(self.store.get(PINNED) == "1")
 
     def put_settings(self, settings: ShardSettings) -> None:
-        """Store ``settings``, skipping the write when nothing changed (J-51)."""
+        """Store ``settings``, skipping the write when nothing changed."""
+        # J-51
         if settings.to_wire() != self.settings.to_wire():
             self.store.put(SETTINGS, settings.to_wire())
         self._settings = settings
 
     def carry_settings(self, wire: dict[str, Any]) -> None:
-        """Settings carried by an enqueue (J-50): applied unless pinned; notice targets always follow."""
+        """Settings carried by an enqueue: applied unless pinned; notice targets always follow."""
+        # J-50
         carried = settings_from_wire(wire)
         if self.store.get(STATIC_SETTINGS) != carried.to_wire():
             self.store.put(STATIC_SETTINGS, carried.to_wire())
@@ -115,7 +121,8 @@ class ShardContext:
         self.put_settings(settings)
 
     def unpin(self, settings_wire: dict[str, Any] | None) -> None:
-        """Drop the pin and return to ``settings_wire`` or the static settings last carried (J-176)."""
+        """Drop the pin and return to ``settings_wire`` or the static settings last carried."""
+        # J-176
         self.store.delete(PINNED)
         self.put_settings(self.static_settings(settings_wire))
 

@@ -1,4 +1,5 @@
-"""The tick's drains and sweep (J-161 steps 5-8): send, project, notify runs, deliver notices, sweep."""
+"""The tick's drains and sweep (steps 5-8): send, project, notify runs, deliver notices, sweep."""
+# J-161
 
 from __future__ import annotations
 
@@ -27,12 +28,13 @@ async def send(ctx: ShardContext, messages: Sequence[dict[str, Any]]) -> None:
 
 
 async def project(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:
-    """Upsert up to 200 dirty jobs into the read model (J-192).
+    """Upsert up to 200 dirty jobs into the read model.
 
     Changed jobs go first — finished ones at once, the others once their change is
     ``FIRST_PROJECTION_DELAY_MS`` old (ADR-0135) — then new jobs that old (ADR-0119). Returns whether more
     are due now, and when the next waiting one falls due.
     """
+    # J-192
     cutoff = now_ms - FIRST_PROJECTION_DELAY_MS + 1
     job_ids = ctx.jobs.due_marks(TICK_ROWS, cutoff)
     fresh: dict[str, int] = {}
@@ -64,7 +66,8 @@ async def project(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:
 
 
 async def notify_runs(ctx: ShardContext) -> tuple[bool, bool]:
-    """Deliver up to 200 run events grouped per run (F-45); returns (more remain, a delivery failed)."""
+    """Deliver up to 200 run events grouped per run; returns (more remain, a delivery failed)."""
+    # F-45
     events = ctx.events.run_events(TICK_ROWS)
     grouped: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for seq, run_id, event in events:
@@ -87,7 +90,8 @@ async def notify_runs(ctx: ShardContext) -> tuple[bool, bool]:
 
 
 async def deliver_notices(ctx: ShardContext) -> tuple[bool, bool]:
-    """Enqueue up to 200 notice jobs at their target's shard 0 (J-180b); (more remain, a failure)."""
+    """Enqueue up to 200 notice jobs at their target's shard 0; (more remain, a failure)."""
+    # J-180b
     notices = ctx.events.notices(TICK_ROWS)
     grouped: dict[str, list[Notice]] = {}
     for notice in notices:
@@ -118,7 +122,8 @@ def _notice_input(notice: Notice) -> dict[str, Any]:
 
 
 def sweep(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:
-    """Delete finished jobs past retention (J-170); returns (more remain, when to wake for the next)."""
+    """Delete finished jobs past retention; returns (more remain, when to wake for the next)."""
+    # J-170
     settings = ctx.settings
 
     def run() -> tuple[bool, int | None]:

@@ -1,4 +1,5 @@
-"""Enqueue inside the shard: defaults, dedupe, pre-assigned ids, the insert (J-26..J-38, J-41)."""
+"""Enqueue inside the shard: defaults, dedupe, pre-assigned ids, the insert."""
+# J-26..J-38, J-41
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ _STRING_OPTIONS: Final = (
 
 
 def _opt(item: Mapping[str, Any], key: str, default: Any) -> Any:
-    """J-28: missing and explicit None both mean the default."""
+    """missing and explicit None both mean the default."""
+    # J-28
     value = item.get(key)
     return default if value is None else value
 
@@ -44,11 +46,12 @@ def enqueue_batch(
     now_ms: int,
     outcomes: list[EnqueueOutcome] | None = None,
 ) -> list[str]:
-    """Apply one ``enqueue_many`` group in one pass; returns ids in input order (J-22, J-39).
+    """Apply one ``enqueue_many`` group in one pass; returns ids in input order.
 
     The rows are inserted together at the end, with one prepared statement (ADR-0105). A job a throttle
     dropped has the empty id (ADR-0150); ``outcomes``, when given, receives what each input did.
     """
+    # J-22, J-39
     id_prefix = ids.shard_name(ctx.binding, ctx.shard_index) + ":"  # J-12, validated once per batch
     template = job_template(ctx.binding, now_ms)
     if all(item.keys() <= _PLAIN_KEYS for item in inputs):  # every option at its default (ADR-0120)
@@ -122,7 +125,8 @@ def _ignore(_outcome: EnqueueOutcome) -> None:
 
 
 def _payload_text(payload: Any) -> str:
-    """The stored payload JSON; an unserializable payload fails the enqueue (J-27)."""
+    """The stored payload JSON; an unserializable payload fails the enqueue."""
+    # J-27
     try:
         return jsonwire.dumps(payload)
     except (TypeError, ValueError, RecursionError) as exc:  # the client's words (core/options)
@@ -145,7 +149,8 @@ def _backoff_text(backoff: Any) -> str:
 
 
 def job_template(binding: str, now_ms: int) -> JobRow:
-    """The row of a new SCHEDULED job with every option at its default (J-30); no id, no payload yet."""
+    """The row of a new SCHEDULED job with every option at its default; no id, no payload yet."""
+    # J-30
     return {
         "id": None,
         "binding": binding,
@@ -176,7 +181,8 @@ def job_template(binding: str, now_ms: int) -> JobRow:
 
 
 def new_job_row(job_id: str, item: Mapping[str, Any], now_ms: int, template: JobRow) -> JobRow:
-    """The row of a new SCHEDULED job (J-30): ``template`` (``job_template``) with the item's options."""
+    """The row of a new SCHEDULED job: ``template`` (``job_template``) with the item's options."""
+    # J-30
     row = template.copy()
     row["id"] = job_id
     row["payload"] = _payload_text(item.get("payload"))

@@ -1,7 +1,8 @@
-"""Operator mutations: manual retry, cancel (incl. cooperative cancel, J-135), reschedule (J-130..J-135).
+"""Operator mutations: manual retry, cancel (incl. cooperative cancel), reschedule.
 
 Each function runs inside one transaction and returns ``(result, arm_at)``.
 """
+# J-135, J-130..J-135
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ INVALID: Result = {"ok": False, "reason": "invalid-state"}
 
 
 def apply_retry(ctx: ShardContext, job_id: str, now_ms: int) -> tuple[Result, int | None]:
-    """FAILED/STALLED -> SCHEDULED now, attempts kept (E11, J-132)."""
+    """FAILED/STALLED -> SCHEDULED now, attempts kept (E11)."""
+    # J-132
     job = ctx.jobs.get(job_id)
     if job is None:
         return dict(GONE), None
@@ -57,7 +59,8 @@ def apply_reschedule(
     priority: float | None,
     now_ms: int,
 ) -> tuple[Result, int | None]:
-    """SCHEDULED only: new ``run_after`` and optionally ``priority`` (E12, J-133)."""
+    """SCHEDULED only: new ``run_after`` and optionally ``priority`` (E12)."""
+    # J-133
     job = ctx.jobs.get(job_id)
     if job is None:
         return dict(GONE), None

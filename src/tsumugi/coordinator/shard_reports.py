@@ -1,7 +1,8 @@
-"""What the consumer tells the shard: report, heartbeat, claim, expire (J-66, J-95, J-107, J-119, J-41).
+"""What the consumer tells the shard: report, heartbeat, claim, expire.
 
 Each function runs inside one transaction and returns the instant to arm the alarm at (or None).
 """
+# J-66, J-95, J-107, J-119, J-41
 
 from __future__ import annotations
 
@@ -100,10 +101,11 @@ def apply_report(
     now_ms: int,
     job: JobRow | None = None,
 ) -> int | None:
-    """Apply one attempt's outcome; ignored when not in flight or stale (J-115, ADR-0046).
+    """Apply one attempt's outcome; ignored when not in flight or stale (ADR-0046).
 
     ``job``: the job's current row when the caller already read it (``report_many``, ADR-0106).
     """
+    # J-115
     if job is None:
         job = ctx.jobs.get(job_id)
     if job is None:
@@ -147,7 +149,8 @@ def apply_report(
 def apply_heartbeat(
     ctx: ShardContext, job_id: str, progress: Any, attempt: Any, now_ms: int
 ) -> dict[str, bool]:
-    """J-66: only QUEUED/RUNNING jobs; moves the reaper's silence origin to now (J-111)."""
+    """only QUEUED/RUNNING jobs; moves the reaper's silence origin to now."""
+    # J-111, J-66
     job = ctx.jobs.get(job_id)
     if job is None:
         return {"ok": False, "cancelRequested": False}
@@ -178,12 +181,14 @@ def _reported(job: Mapping[str, Any], *, with_backoff: bool = False) -> Reported
 
 
 def apply_claim(ctx: ShardContext, job_id: str, now_ms: int) -> bool:
-    """QUEUED -> RUNNING; exactly one caller wins (J-107)."""
+    """QUEUED -> RUNNING; exactly one caller wins."""
+    # J-107
     return to_running(ctx, job_id, now_ms) is not None
 
 
 def apply_expire(ctx: ShardContext, job_id: str, now_ms: int) -> bool:
-    """The consumer found the job past ``expires_at``: CANCELLED without running (J-41)."""
+    """The consumer found the job past ``expires_at``: CANCELLED without running."""
+    # J-41
     job = ctx.jobs.get(job_id)
     if job is None or job["expires_at"] is None:
         return False

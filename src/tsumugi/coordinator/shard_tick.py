@@ -1,4 +1,5 @@
-"""One tick of the shard alarm (J-161): reap, dispatch, send, then the drains and the sweep."""
+"""One tick of the shard alarm: reap, dispatch, send, then the drains and the sweep."""
+# J-161
 
 from __future__ import annotations
 
@@ -115,9 +116,10 @@ def plan_tick(ctx: ShardContext, now_ms: int) -> TickPlan:
 def _read_candidates(ctx: ShardContext, now_ms: int, want: int) -> tuple[list[JobRow], bool]:
     """Ready jobs in dispatch order: ``want`` + 1, plus keyed or expired ones up to SKIP_BUDGET.
 
-    The one extra row lets ``schedule`` see that capacity, tokens or a pause held a job back (J-145).
+    The one extra row lets ``schedule`` see that capacity, tokens or a pause held a job back.
     Returns the rows and whether the skip budget ran out.
     """
+    # J-145
     out: list[JobRow] = []
     extra = 0
     aging = ctx.settings.policy.aging_interval_ms
@@ -132,7 +134,8 @@ def _read_candidates(ctx: ShardContext, now_ms: int, want: int) -> tuple[list[Jo
 
 
 def _save_limits(ctx: ShardContext, result: ScheduleResult) -> None:
-    """Persist the bucket when not full (J-149), per-key buckets, and ``blocked`` when changed (J-161)."""
+    """Persist the bucket when not full, per-key buckets, and ``blocked`` when changed."""
+    # J-149, J-161
     policy = ctx.settings.policy
     stored = ctx.store.get(BUCKET)
     if not is_full(result.bucket, policy.rate):
@@ -172,7 +175,8 @@ def _apply(
 
 
 def dispatch_message(job: JobRow) -> dict[str, Any]:
-    """The queue body (J-116, plus ``expiresAt`` and ``traceparent``)."""
+    """The queue body (plus ``expiresAt`` and ``traceparent``)."""
+    # J-116
     return {
         "jobId": job["id"],
         "binding": job["binding"],

@@ -1,4 +1,5 @@
-"""Job snapshots for the read model: exactly the D1 ``job`` columns (J-190, J-192, J-193)."""
+"""Job snapshots for the read model: exactly the D1 ``job`` columns."""
+# J-190, J-192, J-193
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ SNAPSHOT_COLUMNS: Final = tuple(column for column in JOB_COLUMNS if column not i
 
 
 def snapshot(job: JobRow, attempts_log: list[dict[str, Any]]) -> dict[str, Any]:
-    """One D1 row; ``seq`` is the job's version, so replays never regress a row (J-192, ADR-0042)."""
+    """One D1 row; ``seq`` is the job's version, so replays never regress a row (ADR-0042)."""
+    # J-192
     out: dict[str, Any] = {column: job[column] for column in SNAPSHOT_COLUMNS}
     out["seq"] = job["version"]
     out["attempts_log"] = jsonwire.dumps(attempts_log) if attempts_log else None  # J-192: empty -> NULL

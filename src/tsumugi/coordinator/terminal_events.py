@@ -1,4 +1,5 @@
-"""Events a terminal transition leaves behind: run notifications (F-45) and notices (J-180, J-180a)."""
+"""Events a terminal transition leaves behind: run notifications and notices."""
+# F-45, J-180, J-180a
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Retry timing after a failure (J-100..J-104): fixed or exponential backoff with equal jitter."""
+"""Retry timing after a failure: fixed or exponential backoff with equal jitter."""
+# J-100..J-104
 
 from __future__ import annotations
 
@@ -24,12 +25,14 @@ class NextAttempt(NamedTuple):
 
 
 def js_round(value: float) -> int:
-    """JS ``Math.round``: half toward +inf, i.e. ``floor(x + 0.5)`` (J-101), not banker's rounding."""
+    """JS ``Math.round``: half toward +inf, i.e. ``floor(x + 0.5)``, not banker's rounding."""
+    # J-101
     return math.floor(value + 0.5)
 
 
 def base_delay_ms(attempts: int, backoff: Mapping[str, Any]) -> float:
-    """The un-jittered delay after ``attempts`` finished attempts (J-101)."""
+    """The un-jittered delay after ``attempts`` finished attempts."""
+    # J-101
     if backoff.get("kind") == "fixed":
         return float(backoff.get("delayMs", 0))
     base = float(backoff.get("baseMs", DEFAULT_BACKOFF["baseMs"]))
@@ -49,10 +52,11 @@ def next_attempt(
     now_ms: int,
     rand: float = 0.5,
 ) -> NextAttempt:
-    """When to retry after a failure; ``attempts`` is the count after the failure (J-101).
+    """When to retry after a failure; ``attempts`` is the count after the failure.
 
     With jitter the delay is uniform in [base/2, base] ("equal jitter"), never 0 for a positive base.
     """
+    # J-101
     if attempts >= max_attempts:
         return NextAttempt(True, None)
     backoff = backoff_wire if backoff_wire is not None else DEFAULT_BACKOFF

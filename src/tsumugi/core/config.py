@@ -1,4 +1,4 @@
-"""User-facing configuration values and their camelCase wire forms (spec §10, J-50, J-100, J-147).
+"""User-facing configuration values and their camelCase wire forms.
 
 Each value validates itself when built (``InvalidConfigError``, a ``ValueError``) and converts to the
 dict the shard stores, so static configuration is checked once, at ``define_tsumugi`` time.
@@ -47,7 +47,9 @@ DEFAULT_FAILED_RETENTION_MS: Final = 604_800_000  # 7 d: the manual-retry window
 
 @dataclass(frozen=True, slots=True)
 class FixedBackoff:
-    """Retry after the same delay every time (J-100)."""
+    """Retry after the same delay every time."""
+
+    # J-100
 
     delay_ms: int
     jitter: bool = False
@@ -62,7 +64,9 @@ class FixedBackoff:
 
 @dataclass(frozen=True, slots=True)
 class ExponentialBackoff:
-    """``min(base_ms * factor ** (attempts - 1), max_ms)``, with equal jitter by default (J-100, J-101)."""
+    """``min(base_ms * factor ** (attempts - 1), max_ms)``, with equal jitter by default."""
+
+    # J-100, J-101
 
     base_ms: int = 1_000
     factor: float = 2
@@ -130,7 +134,7 @@ def backoff_from(value: Backoff | Mapping[str, Any]) -> Backoff:
 
 @dataclass(frozen=True, slots=True)
 class BindingConfig:
-    """Per-binding configuration (§10.2); None for a retention field means its default (J-28)."""
+    """Per-binding configuration; None for a retention field means its default."""
 
     shards: int = 1
     policy: Policy | None = None
@@ -159,11 +163,12 @@ class BindingConfig:
         return self.failed_retention_ms
 
     def settings_wire(self, keys: Iterable[str] = ()) -> dict[str, Any]:
-        """``{policy?, sweepAfterMs?, failedRetentionMs?}``; empty when only ``shards`` is set (J-50).
+        """``{policy?, sweepAfterMs?, failedRetentionMs?}``; empty when only ``shards`` is set.
 
         A retention at its default is left out: applying settings replaces them wholesale and an absent
-        field reverts to that same default (J-51), so leaving it out changes nothing (ADR-0126).
+        field reverts to that same default, so leaving it out changes nothing (ADR-0126).
         """
+        # J-50, J-51
         wire: dict[str, Any] = {}
         if self.policy is not None:
             wire["policy"] = self.policy.to_wire(keys)
@@ -186,7 +191,7 @@ def binding_config_from(value: BindingConfig | Mapping[str, Any] | None) -> Bind
 
 @dataclass(frozen=True, slots=True)
 class SweepOptions:
-    """Read-model retention (§10.4): delete terminal rows older than ``older_than_ms``, ``limit`` a run."""
+    """Read-model retention: delete terminal rows older than ``older_than_ms``, ``limit`` a run."""
 
     older_than_ms: int = 604_800_000  # 7 d, aligned with failed_retention_ms (J-172)
     limit: int = 1_000
@@ -201,7 +206,7 @@ class SweepOptions:
 
 @dataclass(frozen=True, slots=True)
 class RunSettings:
-    """Run limits and retention (§10.5, flow spec)."""
+    """Run limits and retention."""
 
     max_nodes: int = 10_000
     max_depth: int = 3
@@ -225,7 +230,9 @@ class RunSettings:
 
 @dataclass(frozen=True, slots=True)
 class OnSettled:
-    """Where settlement notices go and for which terminal states (J-180a)."""
+    """Where settlement notices go and for which terminal states."""
+
+    # J-180a
 
     binding: str
     states: Sequence[str] = field(default=())

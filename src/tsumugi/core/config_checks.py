@@ -1,4 +1,4 @@
-"""Field checks shared by the configuration values and the enqueue options (J-29, §10)."""
+"""Field checks shared by the configuration values and the enqueue options."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ _CAMEL_HUMP: Final = re.compile(r"_([a-z])")
 
 
 def camel_case(name: str) -> str:
-    """``max_attempts`` -> ``maxAttempts`` (J-1: wire keys keep the original spelling)."""
+    """``max_attempts`` -> ``maxAttempts`` (wire keys keep the original spelling)."""
+    # J-1
     return _CAMEL_HUMP.sub(lambda m: m.group(1).upper(), name)
 
 

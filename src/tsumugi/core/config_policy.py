@@ -1,9 +1,10 @@
-"""User-facing execution limits: ``Rate`` and ``Policy`` with their wire forms (§10.3, J-147, ADR-0056).
+"""User-facing execution limits: ``Rate`` and ``Policy`` with their wire forms (ADR-0056).
 
 Per-key overrides travel as ``perKeyConcurrencyOverrides`` and ``perKeyRateOverrides`` mappings (the
 names the shard's ``core.policy`` reads); a function form is resolved client-side for the keys being
 enqueued.
 """
+# §10.3, J-147
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ Override = Mapping[str, _T] | Callable[[str], _T | None]
 
 @dataclass(frozen=True, slots=True)
 class Rate:
-    """A token bucket: ``tokens`` per ``interval_ms`` (J-148). Zero tokens block for good."""
+    """A token bucket: ``tokens`` per ``interval_ms``. Zero tokens block for good."""
+
+    # J-148
 
     tokens: float
     interval_ms: int
@@ -60,7 +63,7 @@ def rate_from(value: Rate | Mapping[str, Any] | None, name: str = "rate") -> Rat
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """Execution limits of one binding's shards (J-147, §10.3); every field has the documented default."""
+    """Execution limits of one binding's shards; every field has the documented default."""
 
     concurrency: int = 100
     per_key_concurrency: int = 1

@@ -51,7 +51,9 @@ MACROS: Final = {
 
 @dataclass(frozen=True, slots=True)
 class CronSpec:
-    """A parsed expression: the allowed values of each field and which day fields restrict (S-8)."""
+    """A parsed expression: the allowed values of each field and which day fields restrict."""
+
+    # S-8
 
     expr: str
     minutes: tuple[int, ...]
@@ -63,7 +65,8 @@ class CronSpec:
     weekdays_restricted: bool
 
     def matches_day(self, day: dt.date) -> bool:
-        """Month must match; day-of-month and day-of-week are OR-ed only when both restrict (S-8)."""
+        """Month must match; day-of-month and day-of-week are OR-ed only when both restrict."""
+        # S-8
         if day.month not in self.months:
             return False
         dom = day.day in self.days
@@ -85,7 +88,8 @@ def _value(text: str, label: str, low: int, high: int, names: tuple[str, ...] = 
 
 
 def _entry(entry: str, field: _Field) -> set[int]:
-    """One comma-separated entry of a field (S-7)."""
+    """One comma-separated entry of a field."""
+    # S-7
     parts = entry.split("/")
     if len(parts) > 2:
         raise InvalidCronError(f"invalid {field.label} step: {entry}")
@@ -138,7 +142,8 @@ def parse_cron(expr: str) -> CronSpec:
 
 
 def next_cron_at(spec: CronSpec, after_ms: int) -> int:
-    """The first matching minute strictly after ``after_ms`` (S-9)."""
+    """The first matching minute strictly after ``after_ms``."""
+    # S-9
     cursor = after_ms // MINUTE_MS * MINUTE_MS + MINUTE_MS
     day_start = cursor // DAY_MS * DAY_MS
     first_minute = (cursor - day_start) // MINUTE_MS

@@ -1,4 +1,5 @@
-"""Job ids, shard names and partition hashing (J-12..J-19)."""
+"""Job ids, shard names and partition hashing."""
+# J-12..J-19
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ class ParsedJobId(NamedTuple):
 
 
 def validate_binding(binding: str) -> str:
-    """Return ``binding`` if it is a valid binding name, else raise (J-13)."""
+    """Return ``binding`` if it is a valid binding name, else raise."""
+    # J-13
     if not isinstance(binding, str) or not _BINDING_RE.fullmatch(binding):
         raise InvalidJobIdError(
             f"invalid binding name: {quote(str(binding))} "
@@ -50,27 +52,30 @@ def validate_binding(binding: str) -> str:
 
 
 def validate_shard(shard: int) -> int:
-    """Return ``shard`` if it is a non-negative integer, else raise (J-14)."""
+    """Return ``shard`` if it is a non-negative integer, else raise."""
+    # J-14
     if isinstance(shard, bool) or not isinstance(shard, int) or shard < 0:
         raise InvalidJobIdError(f"invalid shard: {shard} (non-negative integer)")
     return shard
 
 
 def validate_local_id(local_id: str) -> str:
-    """Return ``local_id`` if it matches ``^[A-Za-z0-9_-]+$``, else raise (J-15)."""
+    """Return ``local_id`` if it matches ``^[A-Za-z0-9_-]+$``, else raise."""
+    # J-15
     if not isinstance(local_id, str) or not _LOCAL_ID_RE.fullmatch(local_id):
         raise InvalidJobIdError(f"invalid localId: {quote(str(local_id))}")
     return local_id
 
 
 def new_local_id() -> str:
-    """A fresh local id shaped like cuid2 (J-15): 24 chars, lowercase letters and digits, a letter first.
+    """A fresh local id shaped like cuid2: 24 chars, lowercase letters and digits, a letter first.
 
     ADR-0107: the first 48 bits are the time in milliseconds and the alphabet is in ASCII order, so ids
     sort by creation time. A shard's job table is keyed by id: new rows then land on the last page and
     the jobs a tick dispatches sit on a few neighbouring pages, instead of one random page per job.
     The other 72 bits are random. 15 bytes in base32 are exactly 24 characters.
     """
+    # J-15
     return new_local_ids(1)[0]
 
 
@@ -86,17 +91,20 @@ def new_local_ids(count: int) -> list[str]:
 
 
 def shard_name(binding: str, shard: int) -> str:
-    """The Durable Object name of a shard: ``<binding>#<shard>`` (J-17)."""
+    """The Durable Object name of a shard: ``<binding>#<shard>``."""
+    # J-17
     return f"{validate_binding(binding)}#{validate_shard(shard)}"
 
 
 def format_job_id(binding: str, shard: int, local_id: str) -> str:
-    """``<binding>#<shard>:<localId>`` (J-12)."""
+    """``<binding>#<shard>:<localId>``."""
+    # J-12
     return f"{shard_name(binding, shard)}:{validate_local_id(local_id)}"
 
 
 def parse_job_id(job_id: str) -> ParsedJobId:
-    """Split a job id: the first ``#``, then the first ``:`` after it (J-16)."""
+    """Split a job id: the first ``#``, then the first ``:`` after it."""
+    # J-16
     if not isinstance(job_id, str):
         raise InvalidJobIdError(f'missing "#": {quote(str(job_id))}')
     hash_at = job_id.find("#")
@@ -120,13 +128,15 @@ def shard_name_of(job_id: str) -> str:
 
 
 def shard_index_of_name(name: str) -> int:
-    """A shard's own index: the digits after the last ``#`` of its name, else 0 (J-17)."""
+    """A shard's own index: the digits after the last ``#`` of its name, else 0."""
+    # J-17
     tail = name.rpartition("#")[2]
     return int(tail) if _DIGITS_RE.fullmatch(tail) else 0
 
 
 def hash_to_shard(key: str, shards: int) -> int:
-    """32-bit FNV-1a over the UTF-16 code units of ``key``, modulo ``shards`` (J-18). Never change."""
+    """32-bit FNV-1a over the UTF-16 code units of ``key``, modulo ``shards``. Never change."""
+    # J-18
     if shards <= 1:
         return 0
     h = _FNV_OFFSET
@@ -138,7 +148,8 @@ def hash_to_shard(key: str, shards: int) -> int:
 
 
 def resolve_shard(binding: str, shards: int, partition_key: str | None) -> int:
-    """The shard index a new job of ``binding`` goes to (J-19)."""
+    """The shard index a new job of ``binding`` goes to."""
+    # J-19
     if shards <= 1:
         return 0
     if partition_key is None:

@@ -1,4 +1,5 @@
-"""JSON as the original writes and measures it (J-3): compact, unescaped, NaN -> null, UTF-16 lengths."""
+"""JSON as the original writes and measures it: compact, unescaped, NaN -> null, UTF-16 lengths."""
+# J-3
 
 from __future__ import annotations
 
@@ -106,10 +107,11 @@ def _maybe_differs(text: str) -> bool:
 
 
 def dumps(value: Any) -> str:
-    """Serialize like JS ``JSON.stringify``: compact, unescaped, numbers as JavaScript prints them (A-10).
+    """Serialize like JS ``JSON.stringify``: compact, unescaped, numbers as JavaScript prints them.
 
     Raises TypeError when the value cannot be serialized (RecursionError for circular data).
     """
+    # A-10
     try:
         text = "".join(_c_encode(value, 0)) if _c_encode is not None else _encoder.encode(value)
     except ValueError:  # NaN or infinity: the careful pass prints null
@@ -124,10 +126,12 @@ def loads(text: str) -> Any:
 
 
 def utf16_len(text: str) -> int:
-    """Length in UTF-16 code units, the unit the original's limits are written in (J-3)."""
+    """Length in UTF-16 code units, the unit the original's limits are written in."""
+    # J-3
     return len(text.encode("utf-16-le", "surrogatepass")) // 2  # a lone surrogate is one unit too
 
 
 def quote(value: str) -> str:
-    """The JSON-quoted form used inside error messages (J-13)."""
+    """The JSON-quoted form used inside error messages."""
+    # J-13
     return dumps(value)

@@ -1,7 +1,8 @@
-"""Enqueue inputs: Python snake_case options -> the camelCase wire input the shard reads (§5.2).
+"""Enqueue inputs: Python snake_case options -> the camelCase wire input the shard reads.
 
-Validation follows J-29 (``EnqueueError``, a ``ValueError``), exclusivity J-26/J-41, ``on_enqueue``
-defaults J-42 and required keys J-70. ADR-0058 records the choices the spec leaves open; ADR-0133 the
+A bad option raises ``EnqueueError`` (a ``ValueError``) naming it; mutually exclusive options,
+``on_enqueue`` defaults and required keys are checked here too.
+ADR-0058 records the choices the spec leaves open; ADR-0133 the
 bounds: numbers are clamped to what every store holds, keys made well-formed, payloads kept under the
 dispatch message limit.
 """
@@ -49,7 +50,7 @@ class ThrottleOptions(TypedDict, total=False):
 
 
 class EnqueueOptions(TypedDict, total=False):
-    """The job options of one enqueue, as keywords (§5.2); None means "not given" (J-28)."""
+    """The job options of one enqueue, as keywords; None means "not given"."""
 
     priority: float | None
     max_attempts: int | None
@@ -141,7 +142,8 @@ _STRING_OPTIONS: Final = (
 
 
 def input_from(value: Mapping[str, Any]) -> dict[str, Any]:
-    """Snake_case options from a mapping; None means absent (J-28); unknown names are an error."""
+    """Snake_case options from a mapping; None means absent; unknown names are an error."""
+    # J-28
     if not isinstance(value, Mapping):
         raise EnqueueError(f"an enqueue input must be a mapping, got {type(value).__name__}")
     options: dict[str, Any] = {}
@@ -157,7 +159,8 @@ def input_from(value: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def apply_defaults(options: dict[str, Any], on_enqueue: OnEnqueue | None) -> dict[str, Any]:
-    """Fill unset defaultable options from ``on_enqueue(input)`` (J-42); the caller always wins."""
+    """Fill unset defaultable options from ``on_enqueue(input)``; the caller always wins."""
+    # J-42
     if on_enqueue is None:
         return options
     defaults = on_enqueue(dict(options))
@@ -177,14 +180,16 @@ def apply_defaults(options: dict[str, Any], on_enqueue: OnEnqueue | None) -> dic
 
 
 def check_required_keys(binding: str, options: Mapping[str, Any], required: frozenset[str]) -> None:
-    """Raise ``RequiredKeyError`` (a TypeError) when a declared key is missing (J-70)."""
+    """Raise ``RequiredKeyError`` (a TypeError) when a declared key is missing."""
+    # J-70
     for key in sorted(required):
         if options.get(key) is None:
             raise RequiredKeyError(f"{binding} requires {key}")
 
 
 def to_wire_input(options: Mapping[str, Any]) -> dict[str, Any]:
-    """Validate (J-29) and convert to the wire input; ``partitionKey`` stays (routing drops it)."""
+    """Validate and convert to the wire input; ``partitionKey`` stays (routing drops it)."""
+    # J-29
     if "binding" not in options:
         raise EnqueueError("binding is required")
     if "payload" not in options:
@@ -202,10 +207,11 @@ def to_wire_input(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def check_payload(payload: Any) -> None:
-    """Raise ``EnqueueError`` unless ``payload`` serialises to JSON (J-27) within the size limit.
+    """Raise ``EnqueueError`` unless ``payload`` serialises to JSON within the size limit.
 
     ``PayloadTooLargeError`` (an ``EnqueueError``) when the JSON is over ``MAX_PAYLOAD_BYTES`` (ADR-0133).
     """
+    # J-27
     try:
         text = jsonwire.dumps(payload)  # J-27: the shard stores JSON(payload)
     except (TypeError, ValueError, RecursionError) as error:

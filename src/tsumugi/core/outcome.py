@@ -1,7 +1,8 @@
-"""What a report does to a job (J-71..J-73, J-76, J-94, J-95, J-114, J-135; ADR-0046).
+"""What a report does to a job (ADR-0046).
 
 A pure function of the job's current fields and the report; the shard applies the result.
 """
+# J-71..J-73, J-76, J-94, J-95, J-114, J-135
 
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ class ReportEffect:
 
 
 def encode_result(value: Any) -> tuple[str | None, bool]:
-    """``(text, stored)``: None maps to no result (J-71); too long or unserializable is not stored."""
+    """``(text, stored)``: None maps to no result; too long or unserializable is not stored."""
+    # J-71
     if value is None:
         return None, True
     try:
@@ -59,7 +61,8 @@ def encode_result(value: Any) -> tuple[str | None, bool]:
 
 
 def truncate_error(error: Any) -> str | None:
-    """The stored error text: the first 2 000 characters (J-73, code points in the port)."""
+    """The stored error text: the first 2 000 characters (code points in the port)."""
+    # J-73
     if error is None:
         return None
     return str(error)[:ERROR_LIMIT]
@@ -73,7 +76,8 @@ def is_stale(job: ReportedJob, reported_attempt: Any) -> bool:
 def decide_report(
     job: ReportedJob, outcome: Mapping[str, Any], now_ms: int, rand: float
 ) -> ReportEffect | None:
-    """The effect of ``outcome`` on ``job``, or None when the report is ignored (J-115, ADR-0046)."""
+    """The effect of ``outcome`` on ``job``, or None when the report is ignored (ADR-0046)."""
+    # J-115
     if job.state not in ("QUEUED", "RUNNING") or is_stale(job, outcome.get("attempt")):
         return None
     attempts = job.attempts + 1  # J-93: a reported attempt is finished

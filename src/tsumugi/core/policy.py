@@ -1,9 +1,10 @@
-"""Shard policy and settings on the wire, with defaults (J-147, J-51, J-175, J-176; ADR-0044).
+"""Shard policy and settings on the wire, with defaults (ADR-0044).
 
-The wire keeps the original camelCase (J-1). Per-key overrides are this port's addition:
+The wire keeps the original camelCase. Per-key overrides are this port's addition:
 ``perKeyConcurrencyOverrides: {key: int}`` and ``perKeyRateOverrides: {key: {tokens, intervalMs} | null}``;
 the single ``perKeyConcurrency``/``perKeyRate`` stay the default for keys without an override.
 """
+# J-147, J-51, J-175, J-176, J-1
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ NOTICE_STATES: Final = frozenset({"COMPLETED", "FAILED", "CANCELLED", "STALLED"}
 
 @dataclass(frozen=True, slots=True)
 class Rate:
-    """A token bucket's shape: ``tokens`` per ``interval_ms`` (J-148)."""
+    """A token bucket's shape: ``tokens`` per ``interval_ms``."""
+
+    # J-148
 
     tokens: float
     interval_ms: float
@@ -41,7 +44,9 @@ def rate_from_wire(value: Any) -> Rate | None:
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """The execution limits of one shard (J-147, spec 10.3)."""
+    """The execution limits of one shard (spec 10.3)."""
+
+    # J-147
 
     concurrency: int = DEFAULT_CONCURRENCY
     per_key_concurrency: int = DEFAULT_PER_KEY_CONCURRENCY
@@ -107,12 +112,14 @@ def _apply(policy: Policy, wire: Mapping[str, Any]) -> Policy:
 
 
 def policy_from_wire(wire: Mapping[str, Any] | None) -> Policy:
-    """Defaults overlaid with the given fields (J-51): omitted fields revert to defaults."""
+    """Defaults overlaid with the given fields: omitted fields revert to defaults."""
+    # J-51
     return _apply(Policy(), wire or {})
 
 
 def merge_policy(policy: Policy, patch: Mapping[str, Any]) -> Policy:
-    """Change only the fields given in ``patch`` (J-176)."""
+    """Change only the fields given in ``patch``."""
+    # J-176
     return _apply(policy, patch)
 
 
@@ -124,7 +131,9 @@ class OnSettled:
 
 @dataclass(frozen=True, slots=True)
 class ShardSettings:
-    """Policy, retention and notice targets of a shard (J-50, J-51, J-180)."""
+    """Policy, retention and notice targets of a shard."""
+
+    # J-50, J-51, J-180
 
     policy: Policy = field(default_factory=Policy)
     sweep_after_ms: int = DEFAULT_SWEEP_AFTER_MS
@@ -149,7 +158,8 @@ class ShardSettings:
 
 
 def settings_from_wire(wire: Mapping[str, Any] | None) -> ShardSettings:
-    """Replace-semantics settings (J-51): every omitted field takes its default."""
+    """Replace-semantics settings: every omitted field takes its default."""
+    # J-51
     wire = wire or {}
     on_settled = wire.get("onSettled")
     sweep_after_ms = wire.get("sweepAfterMs")

@@ -1,4 +1,5 @@
-"""Heartbeat progress normalization (J-67)."""
+"""Heartbeat progress normalization."""
+# J-67
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""The pure dispatch decision of one tick (J-140..J-146, J-149a, J-149b, J-150a; ADR-0018, ADR-0043).
+"""The pure dispatch decision of one tick (ADR-0018, ADR-0043).
 
 ``schedule`` takes plain data plus ``now_ms`` and returns decisions as values; the job shard applies them.
 The shard passes only a window of its jobs (ADR-0043): in-flight jobs it did not load are counted through
 ``uncounted_in_flight`` / ``uncounted_key_in_flight`` so that limits stay exact at any backlog size.
 """
+# J-140..J-146, J-149a, J-149b, J-150a
 
 from __future__ import annotations
 
@@ -73,14 +74,18 @@ class Fail:
 
 @dataclass(frozen=True, slots=True)
 class ConfirmCancel:
-    """No report within ``reaper_grace_ms`` of a cancel request -> CANCELLED (J-135)."""
+    """No report within ``reaper_grace_ms`` of a cancel request -> CANCELLED."""
+
+    # J-135
 
     id: str
 
 
 @dataclass(frozen=True, slots=True)
 class Expire:
-    """A ready job past its ``expires_at`` -> CANCELLED instead of running (J-41)."""
+    """A ready job past its ``expires_at`` -> CANCELLED instead of running."""
+
+    # J-41
 
     id: str
 
@@ -90,7 +95,9 @@ Decision = Dispatch | Reap | Stall | Fail | ConfirmCancel | Expire
 
 @dataclass(frozen=True, slots=True)
 class Blocked:
-    """Which limit stopped dispatching in a tick (J-145)."""
+    """Which limit stopped dispatching in a tick."""
+
+    # J-145
 
     capacity: bool = False
     tokens: bool = False
@@ -118,7 +125,8 @@ class ScheduleResult:
 
 
 def silence_deadline(job: JobView, reaper_grace_ms: int) -> int:
-    """When the reaper acts on an in-flight job (J-111), or earlier after a cancel request (J-135)."""
+    """When the reaper acts on an in-flight job, or earlier after a cancel request."""
+    # J-111, J-135
     dispatched_at = job.dispatched_at if job.dispatched_at is not None else job.created_at
     origin = max(dispatched_at, job.heartbeat_at if job.heartbeat_at is not None else dispatched_at)
     deadline = origin + job.timeout_ms + reaper_grace_ms
@@ -193,7 +201,9 @@ def schedule(
 
 
 class _Walk:
-    """The greedy dispatch walk over ready candidates (J-142, J-143)."""
+    """The greedy dispatch walk over ready candidates."""
+
+    # J-142, J-143
 
     def __init__(
         self,

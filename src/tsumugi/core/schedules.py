@@ -1,4 +1,5 @@
-"""Schedule definitions and their occurrence arithmetic (S-1..S-5, S-10, S-11)."""
+"""Schedule definitions and their occurrence arithmetic."""
+# S-1..S-5, S-10, S-11
 
 from __future__ import annotations
 
@@ -35,7 +36,9 @@ KNOWN_KEYS: Final = (
 
 @dataclass(frozen=True, slots=True)
 class ScheduleContext:
-    """What a schedule's payload or input function receives (S-4)."""
+    """What a schedule's payload or input function receives."""
+
+    # S-4
 
     scheduled_at: int  # the occurrence being fired, epoch ms (not the wall-clock firing time)
 
@@ -53,7 +56,8 @@ class ScheduleDef:
     definition: Mapping[str, Any]
 
     def fingerprint_entry(self) -> dict[str, Any]:
-        """S-5: what the fingerprint covers (not payloads, inputs or job options)."""
+        """what the fingerprint covers (not payloads, inputs or job options)."""
+        # S-5
         return {
             "name": self.name,
             "kind": self.kind,
@@ -73,7 +77,7 @@ def _integral(value: object) -> int | None:
 
 
 def _timing(name: str, spec: Mapping[str, Any]) -> tuple[int | None, str | None]:
-    """S-2 steps 4-6."""
+    """The timing: exactly one of ``every_ms`` and ``cron``, and that one valid."""
     has_every, has_cron = spec.get("every_ms") is not None, spec.get("cron") is not None
     if has_every == has_cron:
         raise InvalidScheduleError(f"exactly one of every_ms and cron is required: {name}")
@@ -97,7 +101,7 @@ def _target(
     requires_of: Mapping[str, Collection[str]],
     flow_names: Collection[str],
 ) -> tuple[str, str]:
-    """S-2 steps 7-8 and S-3."""
+    """The target: a registered binding with its payload and job options, or a flow with its input."""
     if (spec.get("binding") is None) == (spec.get("flow") is None):
         raise InvalidScheduleError(f"exactly one of binding and flow is required: {name}")
     if spec.get("flow") is not None:
@@ -128,7 +132,8 @@ def _target(
 
 
 def _with_backoff(spec: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The definition with a backoff mapping read once, so it is enqueued in its stored form (J-101)."""
+    """The definition with a backoff mapping read once, so it is enqueued in its stored form."""
+    # J-101
     backoff = spec.get("backoff")
     if not isinstance(backoff, Mapping):
         return spec
@@ -148,7 +153,8 @@ def _check_keys(name: str, spec: Mapping[str, Any]) -> None:
 
 
 def _check_job_options(name: str, spec: Mapping[str, Any]) -> None:
-    """S-1, S-3: the job options obey the enqueue rules (J-29) now, not at every firing."""
+    """the job options obey the enqueue rules now, not at every firing."""
+    # J-29, S-1, S-3
     given = {k: spec[k] for k in (*JOB_OPTIONS, "partition_key") if spec.get(k) is not None}
     try:
         to_wire_input({"binding": "schedule", "payload": None, **given})
@@ -163,7 +169,7 @@ def normalize_schedules(
     requires_of: Mapping[str, Collection[str]],
     flow_names: Collection[str],
 ) -> list[ScheduleDef]:
-    """Validate every definition in S-2 order and return them sorted by name (S-5)."""
+    """Validate every definition in the original's check order and return them sorted by name."""
     normalized: list[ScheduleDef] = []
     for name, spec in schedules.items():
         if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
@@ -186,7 +192,8 @@ def normalize_schedules(
 
 
 def fingerprint(defs: Collection[ScheduleDef]) -> str:
-    """The compact JSON of the normalized list, independent of declaration order (S-5)."""
+    """The compact JSON of the normalized list, independent of declaration order."""
+    # S-5
     return jsonwire.dumps([d.fingerprint_entry() for d in sorted(defs, key=lambda d: d.name)])
 
 
@@ -212,11 +219,12 @@ def next_occurrence(
 
 
 def next_occurrence(*args: Any) -> int:
-    """The next occurrence strictly after ``now_ms``, keeping the phase of ``previous`` (S-10, S-11).
+    """The next occurrence strictly after ``now_ms``, keeping the phase of ``previous``.
 
     Called as ``(every_ms, cron_spec, previous, now_ms)`` or, as the spec writes it, ``(timing,
     previous, now_ms)`` with a ScheduleDef or a ``{every_ms, cron}`` mapping (cron as text).
     """
+    # S-10, S-11
     every_ms: int | None
     cron: CronSpec | None
     previous: int | None

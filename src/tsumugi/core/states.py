@@ -1,4 +1,4 @@
-"""The seven job states and the transition table (J-90, J-92; ADR-0007's state machine as data).
+"""The seven job states and the transition table (ADR-0007's state machine as data).
 
 ```
             enqueue
@@ -15,6 +15,7 @@
    +---------+                    +---> STALLED --manual retry--> SCHEDULED
 ```
 """
+# J-90, J-92
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Token bucket math for ``rate`` and ``perKeyRate`` (J-148, J-149, J-149a)."""
+"""Token bucket math for ``rate`` and ``perKeyRate``."""
+# J-148, J-149, J-149a
 
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ def _tokens_per_ms(rate: Rate) -> float:
 
 
 def refill(bucket: Bucket, rate: Rate | None, now_ms: int) -> Bucket:
-    """Refill continuously at ``tokens/interval_ms`` up to ``tokens`` (J-148); no rate means ``+inf``."""
+    """Refill continuously at ``tokens/interval_ms`` up to ``tokens``; no rate means ``+inf``."""
+    # J-148
     if rate is None:
         return Bucket(math.inf, now_ms)
     elapsed = 0 if bucket.refilled_at is None else max(0, now_ms - bucket.refilled_at)
@@ -46,7 +48,8 @@ def refill(bucket: Bucket, rate: Rate | None, now_ms: int) -> Bucket:
 
 
 def ms_until_token(bucket: Bucket, rate: Rate | None) -> int | None:
-    """Milliseconds until the bucket holds one token; None when it never will (J-148)."""
+    """Milliseconds until the bucket holds one token; None when it never will."""
+    # J-148
     if rate is None or bucket.tokens >= 1:
         return 0
     per_ms = _tokens_per_ms(rate)
@@ -56,5 +59,6 @@ def ms_until_token(bucket: Bucket, rate: Rate | None) -> int | None:
 
 
 def is_full(bucket: Bucket, rate: Rate | None) -> bool:
-    """True when storing the bucket is unnecessary: a missing bucket starts full (J-149, J-149a)."""
+    """True when storing the bucket is unnecessary: a missing bucket starts full."""
+    # J-149, J-149a
     return rate is None or bucket.tokens >= rate.tokens

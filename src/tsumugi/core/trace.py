@@ -1,4 +1,5 @@
-"""W3C Trace Context version 00 validation for ``traceparent`` (J-40)."""
+"""W3C Trace Context version 00 validation for ``traceparent``."""
+# J-40
 
 from __future__ import annotations
 

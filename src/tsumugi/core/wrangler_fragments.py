@@ -133,7 +133,8 @@ def _services_block(services: Sequence[Mapping[str, Any]], worker: str | None) -
 
 
 def render_jsonc(blocks: Sequence[FragmentBlock]) -> str:
-    """C-18: ``"key": <2-space JSON>`` blocks joined by ``,\\n``, comments as ``//`` lines."""
+    """``"key": <2-space JSON>`` blocks joined by ``,\\n``, comments as ``//`` lines."""
+    # C-18
     rendered = []
     for block in blocks:
         text = f"{json.dumps(block.key)}: {json.dumps(block.value, indent=2, ensure_ascii=False)}"
@@ -142,7 +143,8 @@ def render_jsonc(blocks: Sequence[FragmentBlock]) -> str:
 
 
 def render_toml(blocks: Sequence[FragmentBlock]) -> str:
-    """C-18: arrays of tables (``[[d1_databases]]``, ``[[queues.producers]]``), ``#`` comments."""
+    """arrays of tables (``[[d1_databases]]``, ``[[queues.producers]]``), ``#`` comments."""
+    # C-18
     rendered = []
     for block in blocks:
         tables: list[str] = []

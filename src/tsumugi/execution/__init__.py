@@ -1,4 +1,5 @@
-"""The queue consumer: claim, perform under a deadline, heartbeat, report, ack (J-116..J-119)."""
+"""The queue consumer: claim, perform under a deadline, heartbeat, report, ack."""
+# J-116..J-119
 
 from tsumugi.execution.consumer import handle_batch
 from tsumugi.execution.performer_resolution import PerformersResolver, has_perform

@@ -1,4 +1,5 @@
-"""One attempt: the throttled heartbeat (J-64..J-68) and ``perform`` under a restartable timeout (J-74)."""
+"""One attempt: the throttled heartbeat and ``perform`` under a restartable timeout."""
+# J-64..J-68, J-74
 
 from __future__ import annotations
 
@@ -21,11 +22,13 @@ HEARTBEAT_WAIT_MS: Final = 1_000  # J-65: a heartbeat never holds the performer 
 class AttemptTimer:
     """The consumer-side timeout of one attempt, on the injected clock; accepted heartbeats restart it.
 
-    One watcher task per attempt sleeps on the clock until ``deadline`` (J-74, ADR-0118). A restart
-    only moves ``deadline`` (J-68); the watcher, woken at the old one, sleeps again for the remainder,
+    One watcher task per attempt sleeps on the clock until ``deadline`` (ADR-0118). A restart
+    only moves ``deadline``; the watcher, woken at the old one, sleeps again for the remainder,
     so a chatty heartbeat costs no task churn. When it fires it reports, then cancels ``abort`` if one
     is set (a performer's ``cancel_on_timeout``, ADR-0141).
     """
+
+    # J-74, J-68
 
     __slots__ = ("_arming", "_clock", "_on_fire", "_watcher", "abort", "deadline", "fired", "timeout_ms")
 
@@ -71,7 +74,9 @@ class AttemptTimer:
 
 
 class AttemptHeartbeat:
-    """``ctx.heartbeat`` for one attempt: throttled on the injected clock, never raises (J-64, J-65)."""
+    """``ctx.heartbeat`` for one attempt: throttled on the injected clock, never raises."""
+
+    # J-64, J-65
 
     __slots__ = (
         "_attempt",
@@ -150,11 +155,12 @@ async def perform(
 ) -> Any:
     """Run ``performer.perform`` in the calling task, with ``timer`` armed while it runs.
 
-    By default the performer is not stopped by the timer (J-74): when it fires, the timer's callback
+    By default the performer is not stopped by the timer: when it fires, the timer's callback
     reports the timeout, and the caller discards whatever this eventually returns or raises
     (``timer.fired``). With ``cancel_on_timeout`` the coroutine runs in a task of its own, which the
     timer cancels when it fires (ADR-0141); this then returns None, discarded like any late outcome.
     """
+    # J-74
     pending = performer.perform(payload, ctx)
     if not inspect.isawaitable(pending):
         return pending  # a synchronous perform (J-60) has already settled

@@ -1,9 +1,10 @@
-"""The queue consumer: run each dispatched attempt and report it to its shard (J-116..J-119).
+"""The queue consumer: run each dispatched attempt and report it to its shard.
 
-Every message is acked, always, and before its report (J-118): retries live in the shard (ADR-0004).
+Every message is acked, always, and before its report: retries live in the shard (ADR-0004).
 All messages of a batch run concurrently, one task each; a performer instance is resolved once per
 binding per batch. Attempt timeouts and heartbeat waits run on the injected clock (ADR-0118).
 """
+# J-116..J-119, J-118
 
 from __future__ import annotations
 
@@ -132,12 +133,13 @@ async def handle_batch(
     heartbeat_wait_ms: int = HEARTBEAT_WAIT_MS,
     spawn_defaults: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
-    """Handle one Queue batch concurrently; returns once every message is acked and reported (J-117).
+    """Handle one Queue batch concurrently; returns once every message is acked and reported.
 
-    Never raises because of a job (J-118). A performer that outlives its timeout keeps running after
-    this returns; its outcome is discarded (J-74). ``spawn_defaults`` holds, per binding, the class
+    Never raises because of a job. A performer that outlives its timeout keeps running after
+    this returns; its outcome is discarded. ``spawn_defaults`` holds, per binding, the class
     default options a spawned child of that binding gets (ADR-0141).
     """
+    # J-117, J-118, J-74
     if not messages:
         return
     batch = _Batch(
@@ -267,7 +269,8 @@ async def _run(
 
 
 def _on_timeout(delivery: _Delivery, shard: ShardRpc, job_id: str, attempt: Any, timeout_ms: int) -> None:
-    """J-74: report the timeout now; the performer's task keeps running and is kept referenced."""
+    """report the timeout now; the performer's task keeps running and is kept referenced."""
+    # J-74
     if delivery.task is not None:
         _LINGERING.add(delivery.task)
         delivery.task.add_done_callback(_LINGERING.discard)

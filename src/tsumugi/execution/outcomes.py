@@ -1,4 +1,5 @@
-"""Report payloads the consumer sends to the shard (J-119, J-73, J-76)."""
+"""Report payloads the consumer sends to the shard."""
+# J-119, J-73, J-76
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ _WITHOUT_STACK: Final = (TsumugiTimeoutError, InvalidPayloadError, ResultNotJson
 
 
 def error_text(error: BaseException) -> str:
-    """The attempt's error text: the Python traceback (J-73 [PORT]); the shard truncates it."""
+    """The attempt's error text: the Python traceback; the shard truncates it."""
+    # J-73 [PORT]
     if isinstance(error, _WITHOUT_STACK):
         return f"{type(error).__name__}: {error}"
     try:
@@ -40,10 +42,11 @@ def success(
     attempt: Any,
     spawn_defaults: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> JsonDict:
-    """``{ok: true, result, spawns?, attempt}``; spawns only when non-empty (J-119).
+    """``{ok: true, result, spawns?, attempt}``; spawns only when non-empty.
 
     A spawn's options are laid over its binding's class defaults (``spawn_defaults``, ADR-0141).
     """
+    # J-119
     outcome: JsonDict = {"ok": True, "result": result}
     if spawns:
         defaults = spawn_defaults or {}
@@ -54,7 +57,8 @@ def success(
 
 
 def failure(error: BaseException, attempt: Any, now_ms: int) -> JsonDict:
-    """``{ok: false, error, retry?, attempt}``; a performer's retry signal becomes data (J-76)."""
+    """``{ok: false, error, retry?, attempt}``; a performer's retry signal becomes data."""
+    # J-76
     outcome: JsonDict = {"ok": False, "error": error_text(error)}
     if isinstance(error, PermanentFailure):
         outcome["retry"] = {"kind": "never"}

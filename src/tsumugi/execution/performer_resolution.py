@@ -1,4 +1,5 @@
-"""Finding the object that performs a binding's jobs on the local runtime (J-61)."""
+"""Finding the object that performs a binding's jobs on the local runtime."""
+# J-61
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ __all__ = ["PerformersResolver", "has_perform"]
 
 
 def has_perform(candidate: Any) -> bool:
-    """True when ``candidate`` exposes a callable ``perform`` (J-61, J-205 ``invalid``)."""
+    """True when ``candidate`` exposes a callable ``perform`` (``invalid``)."""
+    # J-61, J-205
     return candidate is not None and callable(getattr(candidate, "perform", None))
 
 

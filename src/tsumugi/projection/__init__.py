@@ -1,9 +1,10 @@
-"""Read-model upkeep beside the coordinators: retention sweep and metrics (J-172, M-1..M-12).
+"""Read-model upkeep beside the coordinators: retention sweep and metrics.
 
-The projection itself (outbox -> read model, J-192) is
+The projection itself (outbox -> read model) is
 ``tsumugi.storage.read_model_writer.D1ReadModelWriter``, which the coordinators call through
 ``ports.ReadModelWriter``; the migration check is ``tsumugi.storage.read_model_migrations`` (ADR-0061).
 """
+# J-172, M-1..M-12, J-192
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""Metrics on Cloudflare: Analytics Engine data points (M-1..M-5) and the SQL API reader (M-6..M-12).
+"""Metrics on Cloudflare: Analytics Engine data points and the SQL API reader.
 
 HTTP goes through an injectable ``post`` so the Workers runtime can pass its own fetch; the default uses
 httpx, imported only when called (ADR-0069).
 """
+# M-1..M-5, M-6..M-12
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ _log = logging.getLogger("tsumugi")
 
 
 def analytics_data_point(snapshot: Mapping[str, Any]) -> JsonDict | None:
-    """M-3: ``indexes=[binding]``, ``blobs=[state, binding, guarantee]``, ``doubles=[attempts, duration]``."""
+    """``indexes=[binding]``, ``blobs=[state, binding, guarantee]``, ``doubles=[attempts, duration]``."""
+    # M-3
     point = metric_point(snapshot)
     if point is None:
         return None  # M-2: only terminal snapshots
@@ -38,7 +40,9 @@ def analytics_data_point(snapshot: Mapping[str, Any]) -> JsonDict | None:
 
 
 class AnalyticsEngineWriter:
-    """Writes points through ``write_data_point`` (``TSUMUGI_METRICS.writeDataPoint``); never raises (M-4)."""
+    """Writes points through ``write_data_point`` (``TSUMUGI_METRICS.writeDataPoint``); never raises."""
+
+    # M-4
 
     def __init__(self, write_data_point: Callable[[JsonDict], Any]) -> None:
         self._write = write_data_point
@@ -59,7 +63,9 @@ class AnalyticsEngineWriter:
 
 @dataclass(frozen=True)
 class AnalyticsCredentials:
-    """M-6: what the ``metrics`` resolver returns per request (``{accountId, apiToken, dataset}``)."""
+    """what the ``metrics`` resolver returns per request (``{accountId, apiToken, dataset}``)."""
+
+    # M-6
 
     account_id: str
     api_token: str
@@ -95,7 +101,8 @@ def series_sql(dataset: str, hours: int, binding: str | None) -> str:
 
 
 def _number(value: Any) -> float:
-    """M-9: the SQL API returns numbers as strings; anything non-numeric reads as 0."""
+    """the SQL API returns numbers as strings; anything non-numeric reads as 0."""
+    # M-9
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -104,12 +111,14 @@ def _number(value: Any) -> float:
 
 
 def _text(value: Any) -> str:
-    """M-9: the binding name as text; an absent or null one reads as empty, never as ``"None"``."""
+    """the binding name as text; an absent or null one reads as empty, never as ``"None"``."""
+    # M-9
     return "" if value is None else str(value)
 
 
 def _hour_ms(text: Any) -> float | None:
-    """M-10: ``YYYY-MM-DD HH:MM:SS`` in UTC -> epoch ms; unparsable -> None (JS NaN prints as null)."""
+    """``YYYY-MM-DD HH:MM:SS`` in UTC -> epoch ms; unparsable -> None (JS NaN prints as null)."""
+    # M-10
     try:
         moment = datetime.strptime(str(text), "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
     except ValueError:
@@ -131,7 +140,9 @@ async def _post_with_httpx(
 
 
 class AnalyticsEngineReader:
-    """``tsumugi.api.MetricsReader`` over the Analytics Engine SQL API (M-7..M-12)."""
+    """``tsumugi.api.MetricsReader`` over the Analytics Engine SQL API."""
+
+    # M-7..M-12
 
     def __init__(self, credentials: AnalyticsCredentials, post: Post | None = None) -> None:
         self._credentials = credentials
@@ -190,7 +201,8 @@ class AnalyticsEngineReader:
 def analytics_engine_metrics(
     resolve: Callable[[Any], Mapping[str, Any] | None], post: Post | None = None
 ) -> Callable[[Any], AnalyticsEngineReader | None]:
-    """Turn ``metrics=env -> {accountId, apiToken, dataset} | None`` into the REST seam (A-24, M-6)."""
+    """Turn ``metrics=env -> {accountId, apiToken, dataset} | None`` into the REST seam."""
+    # A-24, M-6
 
     def reader(env: Any) -> AnalyticsEngineReader | None:
         found = resolve(env)

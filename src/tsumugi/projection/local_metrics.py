@@ -1,8 +1,9 @@
-"""Local metrics: write one point per terminal snapshot and answer ``/api/metrics`` from SQLite (M-1..M-11).
+"""Local metrics: write one point per terminal snapshot and answer ``/api/metrics`` from SQLite.
 
 The Cloudflare runtime writes Analytics Engine points and reads them over the SQL API instead; both sides
 meet the REST layer through the same reader shape (``tsumugi.api.MetricsReader``, ADR-0064).
 """
+# M-1..M-11
 
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ def _number(value: SqlValue) -> float:
 
 
 class LocalMetricsWriter:
-    """Writes points after a projection batch committed (M-4); errors are logged and swallowed."""
+    """Writes points after a projection batch committed; errors are logged and swallowed."""
+
+    # M-4
 
     def __init__(self, db: SqlDatabase) -> None:
         self._db = db

@@ -1,4 +1,5 @@
-"""Read-model retention: the cron sweep of old terminal job rows (J-172, D-9)."""
+"""Read-model retention: the cron sweep of old terminal job rows."""
+# J-172, D-9
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ _log = logging.getLogger("tsumugi")
 async def sweep_read_model(db: SqlDatabase, now_ms: int, options: SweepOptions | None = None) -> int:
     """Delete at most ``limit`` terminal rows with ``updated_at < now - older_than_ms``; active rows stay.
 
-    The defaults (7 days, 1 000 rows) equal ``failed_retention_ms``, so "listed => retryable" (J-172).
-    Logs ``tsumugi: swept <n> jobs from the read model`` when n > 0 (J-207). Runs are never swept (D-9).
+    The defaults (7 days, 1 000 rows) equal ``failed_retention_ms``, so "listed => retryable".
+    Logs ``tsumugi: swept <n> jobs from the read model`` when n > 0. Runs are never swept.
     """
+    # J-172, J-207, D-9
     opts = options or SweepOptions()
     swept = await D1ReadModelWriter(db).delete_terminal_jobs(now_ms - opts.older_than_ms, opts.limit)
     if swept > 0:

@@ -1,4 +1,5 @@
-"""The attempt log (J-95, J-96): one row per reported attempt, newest 20 in snapshots."""
+"""The attempt log: one row per reported attempt, newest 20 in snapshots."""
+# J-95, J-96
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ class AttemptLog:
         finished_at: int,
         error: str | None,
     ) -> None:
-        """Upsert: a duplicate report for the same attempt overwrites its row (J-95)."""
+        """Upsert: a duplicate report for the same attempt overwrites its row."""
+        # J-95
         self.sql.execute(
             "INSERT OR REPLACE INTO attempt (job_id, attempt, state, started_at, finished_at, error) "
             "VALUES (?, ?, ?, ?, ?, ?)",

@@ -1,8 +1,9 @@
-"""Outboxes of events for other actors: run notifications (F-45) and notices (J-180b).
+"""Outboxes of events for other actors: run notifications and notices.
 
 Both are filled in the same transaction as the terminal transition and drained by the tick, deleted only
 after delivery succeeded (at-least-once).
 """
+# F-45, J-180b
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from tsumugi.ports import SqlExecutor
 
 
 class Notice(NamedTuple):
-    """A notice job waiting to be enqueued at its target (J-180b); it keeps the job's traceparent (J-40)."""
+    """A notice job waiting to be enqueued at its target; it keeps the job's traceparent."""
+
+    # J-180b, J-40
 
     seq: int
     target: str

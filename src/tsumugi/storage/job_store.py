@@ -1,9 +1,10 @@
-"""Job rows: insert, conditional transitions, heartbeats, lookups (J-30, J-92; over ``SqlExecutor``).
+"""Job rows: insert, conditional transitions, heartbeats, lookups (over ``SqlExecutor``).
 
-Every change bumps ``version`` (the snapshot ``seq``) and marks the job dirty in the outbox (J-190). A new
+Every change bumps ``version`` (the snapshot ``seq``) and marks the job dirty in the outbox. A new
 job waits in ``fresh`` instead, so a job that settles soon after it was created is projected once: its
 later changes mark the outbox only once it has been projected, or when it finishes (ADR-0119).
 """
+# J-30, J-92, J-190
 
 from __future__ import annotations
 
@@ -73,7 +74,8 @@ _TERMINAL_LIST: Final = "(" + ", ".join(f"'{state}'" for state in sorted(TERMINA
 
 def _assignments(now_ms: int, assignments: Mapping[str, Any], transition: bool) -> tuple[str, list[SqlValue]]:
     """The ``SET`` list and its parameters; a transition also stamps ``updated_at`` and clears the
-    heartbeat, progress and cancel request (J-69, J-135), and every change bumps ``version``."""
+    heartbeat, progress and cancel request, and every change bumps ``version``."""
+    # J-69, J-135
     sets: list[str] = []
     params: list[SqlValue] = []
     merged: dict[str, Any] = {}
@@ -182,10 +184,11 @@ class JobStore:
         self.sql.execute_many(_INSERT_FRESH, [(created_at, job_id) for job_id, _ in ids_and_payloads])
 
     def mark_changed(self, job: JobRow) -> None:
-        """Mark a changed job for projection (J-190); free when already marked (ADR-0042).
+        """Mark a changed job for projection; free when already marked (ADR-0042).
 
         A finished job is marked at once; a job still waiting for its first projection is left to it.
         """
+        # J-190
         if job["state"] in TERMINAL_STATES:
             self.sql.execute(_MARK, (job["id"],))
         else:
@@ -200,13 +203,14 @@ class JobStore:
         *,
         transition: bool = True,
     ) -> JobRow | None:
-        """One conditional update (J-92): ``SET ... WHERE id = ? AND state IN (...)``.
+        """One conditional update: ``SET... WHERE id = ? AND state IN (...)``.
 
         ``assignments`` maps a column to a value, or to a ``RowExpression`` over the *old* row
         (``lane_expressions``). A transition also stamps ``updated_at`` and clears the
-        heartbeat, progress and cancel request (J-69, J-135). Returns the new row, or None if no row
+        heartbeat, progress and cancel request. Returns the new row, or None if no row
         matched.
         """
+        # J-92, J-69, J-135
         sets, params = _assignments(now_ms, assignments, transition)
         states = list(from_states)
         marks = ", ".join("?" * len(states))
@@ -311,7 +315,8 @@ class JobStore:
         return int(rows[0][0]) if rows else None  # type: ignore[arg-type]
 
     def count_dirty(self) -> int:
-        """Jobs waiting for a projection, marked or fresh (J-185)."""
+        """Jobs waiting for a projection, marked or fresh."""
+        # J-185
         rows = self.sql.execute(
             "SELECT count(*) FROM (SELECT job_id FROM outbox UNION SELECT job_id FROM fresh)"
         )

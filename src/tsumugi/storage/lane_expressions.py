@@ -27,17 +27,20 @@ def by_priority() -> RowExpression:
 
 
 def silence_ends_after(now_ms: int) -> RowExpression:
-    """Dispatched at ``now_ms``: its silence ends ``timeout_ms`` later (J-111)."""
+    """Dispatched at ``now_ms``: its silence ends ``timeout_ms`` later."""
+    # J-111
     return RowExpression("? + timeout_ms", (now_ms,))
 
 
 def silence_ends_after_dispatch() -> RowExpression:
-    """Claimed: the silence still counts from the dispatch (J-111: claiming does not move it)."""
+    """Claimed: the silence still counts from the dispatch (claiming does not move it)."""
+    # J-111
     return RowExpression("dispatched_at + timeout_ms")
 
 
 def silence_ends_after_heartbeat(now_ms: int) -> RowExpression:
-    """A heartbeat at ``now_ms`` moves the silence's origin, never before a pending cancel (J-111, J-135)."""
+    """A heartbeat at ``now_ms`` moves the silence's origin, never before a pending cancel."""
+    # J-111, J-135
     return RowExpression(
         "CASE WHEN cancel_requested_at IS NULL THEN max(dispatched_at, ?) + timeout_ms "
         "ELSE min(max(dispatched_at, ?) + timeout_ms, cancel_requested_at) END",
@@ -46,5 +49,6 @@ def silence_ends_after_heartbeat(now_ms: int) -> RowExpression:
 
 
 def no_later_than(now_ms: int) -> RowExpression:
-    """A cancel request at ``now_ms``: the reaper looks at the job by then at the latest (J-135)."""
+    """A cancel request at ``now_ms``: the reaper looks at the job by then at the latest."""
+    # J-135
     return RowExpression("min(lane_at, ?)", (now_ms,))

@@ -105,7 +105,8 @@ class LaneQueries:
 
     # ------------------------------------------------------------------ in flight (QUEUED, RUNNING)
     def in_flight_due(self, now_ms: int, reaper_grace_ms: int, limit: int) -> list[JobRow]:
-        """In-flight jobs whose silence deadline has passed (J-111: inclusive), oldest deadline first."""
+        """In-flight jobs whose silence deadline has passed (inclusive), oldest deadline first."""
+        # J-111
         found: list[JobRow] = []
         for state in _IN_FLIGHT:
             rows = self.sql.execute(

@@ -1,4 +1,5 @@
-"""Job queries on the read model: list, detail, stats, bindings and bulk selection (A-28..A-56)."""
+"""Job queries on the read model: list, detail, stats, bindings and bulk selection."""
+# A-28..A-56
 
 from __future__ import annotations
 
@@ -32,7 +33,9 @@ Row = dict[str, SqlValue]
 
 @dataclass(frozen=True)
 class JobFilter:
-    """Exact-match filters shared by the list and the bulk selection (A-28, A-50); None = no filter."""
+    """Exact-match filters shared by the list and the bulk selection; None = no filter."""
+
+    # A-28, A-50
 
     states: tuple[str, ...] = ()
     binding: str | None = None
@@ -84,10 +87,11 @@ def _order_by(page: JobPage) -> str:
 def list_jobs_sql(flt: JobFilter, page: JobPage) -> tuple[str, list[SqlValue]]:
     """The list query; the default listing walks the (state, updated_at) index once per state.
 
-    D1 has no index on ``updated_at`` alone (the DDL is fixed, J-193), so an unfiltered listing sorted by
+    D1 has no index on ``updated_at`` alone (the DDL is fixed), so an unfiltered listing sorted by
     ``updated_at`` would scan the whole table. Merging the top rows of each state's index range gives the
     same page from index walks only (ADR-0062).
     """
+    # J-193
     order = _order_by(page)
     if page.sort == "updated_at" and flt._only_created_range():
         where, params = JobFilter(created_from=flt.created_from, created_to=flt.created_to).where()
@@ -110,7 +114,8 @@ def list_jobs_sql(flt: JobFilter, page: JobPage) -> tuple[str, list[SqlValue]]:
 
 
 async def list_jobs(db: SqlDatabase, flt: JobFilter, page: JobPage) -> tuple[list[Row], int]:
-    """One page of job summaries and the count of all matching rows (A-31)."""
+    """One page of job summaries and the count of all matching rows."""
+    # A-31
     sql, params = list_jobs_sql(flt, page)
     rows = await db.all(sql, params)
     where, count_params = flt.where()
@@ -124,7 +129,8 @@ async def get_job(db: SqlDatabase, job_id: str) -> Row | None:
 
 
 async def count_by_state(db: SqlDatabase) -> dict[str, int]:
-    """Counts per state with at least one row (A-54); one index probe per state."""
+    """Counts per state with at least one row; one index probe per state."""
+    # A-54
     rows = await db.all("SELECT state, COUNT(*) AS n FROM job GROUP BY state")
     return {str(r["state"]): int(r["n"] or 0) for r in rows}
 
@@ -141,7 +147,8 @@ async def distinct_bindings(db: SqlDatabase) -> list[str]:
 
 
 async def select_for_bulk(db: SqlDatabase, flt: JobFilter, limit: int) -> tuple[list[str], int]:
-    """Oldest matching ids first, so repeated bulk calls make progress (A-50), and the full match count."""
+    """Oldest matching ids first, so repeated bulk calls make progress, and the full match count."""
+    # A-50
     where, params = flt.where()
     rows = await db.all(
         f"SELECT id FROM job{where} ORDER BY created_at ASC, id ASC LIMIT ?", [*params, limit]

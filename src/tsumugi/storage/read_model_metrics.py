@@ -1,8 +1,9 @@
-"""The local metrics table: the embedded runtime's stand-in for Analytics Engine (M-2, M-3, M-8, M-9).
+"""The local metrics table: the embedded runtime's stand-in for Analytics Engine.
 
-It is not one of the shipped migrations (D-10 fixes those to the original's eight files), so it is created
+It is not one of the shipped migrations (fixes those to the original's eight files), so it is created
 on demand with ``IF NOT EXISTS`` (ADR-0064).
 """
+# M-2, M-3, M-8, M-9, D-10
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ async def ensure_metrics_table(db: SqlDatabase) -> None:
 
 
 def metric_point(snapshot: Mapping[str, Any]) -> tuple[SqlValue, ...] | None:
-    """One point per terminal snapshot (M-2); duration = max(0, updated_at - dispatched_at) or 0 (M-3)."""
+    """One point per terminal snapshot; duration = max(0, updated_at - dispatched_at) or 0."""
+    # M-2, M-3
     state = snapshot.get("state")
     if state not in TERMINAL_JOB_STATES:
         return None
@@ -54,8 +56,9 @@ async def insert_points(db: SqlDatabase, snapshots: Sequence[Mapping[str, Any]])
 
     The newest point written stands in for "now" (the writer has no clock); rows older than the widest
     window ``/api/metrics`` accepts are unreachable, so the table stays bounded (ADR-0127). That keeps them
-    well past the read-model sweep's 7 days, so metrics still outlive the job rows (M-5).
+    well past the read-model sweep's 7 days, so metrics still outlive the job rows.
     """
+    # M-5
     points = [p for p in (metric_point(s) for s in snapshots) if p is not None]
     if points:
         newest_ms = max(int(p[0] or 0) for p in points)
@@ -71,7 +74,8 @@ def _window(since_ms: int, binding: str | None) -> tuple[str, list[SqlValue]]:
 
 
 async def binding_metrics(db: SqlDatabase, since_ms: int, binding: str | None) -> list[dict[str, SqlValue]]:
-    """Per-binding totals, ordered by total descending (M-8); p95 is the nearest-rank 95th percentile."""
+    """Per-binding totals, ordered by total descending; p95 is the nearest-rank 95th percentile."""
+    # M-8
     where, params = _window(since_ms, binding)
     return await db.all(
         "SELECT binding, COUNT(*) AS total, "
@@ -87,7 +91,8 @@ async def binding_metrics(db: SqlDatabase, since_ms: int, binding: str | None) -
 
 
 async def hourly_series(db: SqlDatabase, since_ms: int, binding: str | None) -> list[dict[str, SqlValue]]:
-    """Totals per hour start, ascending (M-8, M-10)."""
+    """Totals per hour start, ascending."""
+    # M-8, M-10
     where, params = _window(since_ms, binding)
     return await db.all(
         f"SELECT (at / {HOUR_MS}) * {HOUR_MS} AS hour_at, COUNT(*) AS total, "

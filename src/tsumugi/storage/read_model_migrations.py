@@ -41,7 +41,8 @@ OK: Final = MigrationStatus("ok")
 
 
 async def read_migration_status(db: SqlDatabase) -> MigrationStatus:
-    """Compare wrangler's ledger (``d1_migrations``) with the shipped list (D-11, D-12, D-15)."""
+    """Compare wrangler's ledger (``d1_migrations``) with the shipped list."""
+    # D-11, D-12, D-15
     try:
         rows = await db.all("SELECT name FROM d1_migrations")
     except Exception as exc:  # D-12: any driver error; only a missing ledger means "nothing applied"
@@ -62,11 +63,13 @@ class _Entry:
 
 
 class MigrationGate:
-    """Caches the check per database object (D-14): ok forever, unavailable for 5 s, missing never.
+    """Caches the check per database object: ok forever, unavailable for 5 s, missing never.
 
     Concurrent requests share one in-flight check. Keyed by ``id(db)`` with the database held alive so
     the id cannot be reused while cached.
     """
+
+    # D-14
 
     def __init__(self, now_ms: Callable[[], int]) -> None:
         self._now_ms = now_ms

@@ -1,4 +1,5 @@
-"""Run queries on the read model: list and detail with nodes (A-59..A-61, F-86, F-87)."""
+"""Run queries on the read model: list and detail with nodes."""
+# A-59..A-61, F-86, F-87
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ Row = dict[str, SqlValue]
 async def list_runs(
     db: SqlDatabase, state: str | None, flow: str | None, limit: int, offset: int
 ) -> tuple[list[Row], int]:
-    """A page of runs, newest update first (A-59), and the count of all matching rows."""
+    """A page of runs, newest update first, and the count of all matching rows."""
+    # A-59
     clauses: list[str] = []
     params: list[SqlValue] = []
     if state is not None:
@@ -38,7 +40,8 @@ async def list_runs(
 
 
 async def get_run(db: SqlDatabase, run_id: str) -> tuple[Row, list[Row]] | None:
-    """The run row and its nodes by ``position`` (A-60); None when the run row is missing."""
+    """The run row and its nodes by ``position``; None when the run row is missing."""
+    # A-60
     rows = await db.all(f"SELECT {RUN_DETAIL_COLUMNS} FROM run WHERE id = ?", (run_id,))
     if not rows:
         return None

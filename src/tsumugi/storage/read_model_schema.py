@@ -1,4 +1,5 @@
-"""The read model's shape: migration file names and the columns projection writes (D-1..D-10, J-193)."""
+"""The read model's shape: migration file names and the columns projection writes."""
+# D-1..D-10, J-193
 
 from __future__ import annotations
 
@@ -95,7 +96,8 @@ ALL_JOB_STATES: Final[tuple[str, ...]] = (
 
 
 def upsert_sql(table: str, columns: tuple[str, ...], key: tuple[str, ...], frozen: frozenset[str]) -> str:
-    """``INSERT ... ON CONFLICT DO UPDATE`` that only moves forward: ``excluded.seq > <table>.seq`` (D-9)."""
+    """``INSERT... ON CONFLICT DO UPDATE`` that only moves forward: ``excluded.seq > <table>.seq``."""
+    # D-9
     names = ", ".join(columns)
     marks = ", ".join("?" for _ in columns)
     updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in frozen)

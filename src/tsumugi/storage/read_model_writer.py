@@ -1,4 +1,5 @@
-"""Projection into the D1-shaped read model: seq-guarded upserts of jobs, runs and nodes (J-192, F-84)."""
+"""Projection into the D1-shaped read model: seq-guarded upserts of jobs, runs and nodes."""
+# J-192, F-84
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ SWEEP_JOBS_SQL: Final = (
 
 
 def _json_text(value: Any) -> str | None:
-    """Stored JSON columns hold text (A-11); a snapshot may carry the text or the decoded value."""
+    """Stored JSON columns hold text; a snapshot may carry the text or the decoded value."""
+    # A-11
     if value is None:
         return None
     return value if isinstance(value, str) else jsonwire.dumps(value)
@@ -51,7 +53,8 @@ _SCALARS: Final = (str, int, float, type(None))
 
 
 def job_row(snapshot: Mapping[str, Any]) -> tuple[SqlValue, ...]:
-    """Bind values for one job snapshot (J-190): JSON columns as text, an empty attempt list as NULL."""
+    """Bind values for one job snapshot: JSON columns as text, an empty attempt list as NULL."""
+    # J-190
     if snapshot.keys() >= _JOB_KEYS and snapshot["payload"] is not None and snapshot["attempts_log"] != []:
         # A shard's snapshot: every column present and already text or a number (ADR-0136).
         values: tuple[Any, ...] = _job_values(snapshot)
@@ -77,7 +80,8 @@ def run_row(snapshot: Mapping[str, Any]) -> tuple[SqlValue, ...]:
 
 
 def run_node_row(snapshot: Mapping[str, Any]) -> tuple[SqlValue, ...]:
-    """Bind values for one node snapshot; ``after`` is stored as JSON array text (D-4)."""
+    """Bind values for one node snapshot; ``after`` is stored as JSON array text."""
+    # D-4
     values: dict[str, Any] = dict(snapshot)
     values["after"] = _json_text(snapshot.get("after")) or "[]"
     values["result"] = _json_text(snapshot.get("result"))
@@ -89,8 +93,10 @@ class D1ReadModelWriter:
     """``ports.ReadModelWriter`` over any ``SqlDatabase`` (D1 or the local SQLite file).
 
     Every snapshot carries ``seq``, the outbox sequence of its coordinator; a row only moves forward, so a
-    replayed or reordered batch is a no-op (D-9).
+    replayed or reordered batch is a no-op.
     """
+
+    # D-9
 
     def __init__(self, db: SqlDatabase) -> None:
         self._db = db
@@ -108,5 +114,6 @@ class D1ReadModelWriter:
             await self._db.batch([(UPSERT_RUN_NODE_SQL, run_node_row(s)) for s in snapshots])
 
     async def delete_terminal_jobs(self, before_ms: int, limit: int) -> int:
-        """Delete at most ``limit`` terminal job rows last updated before ``before_ms`` (J-172)."""
+        """Delete at most ``limit`` terminal job rows last updated before ``before_ms``."""
+        # J-172
         return await self._db.run(SWEEP_JOBS_SQL, (*TERMINAL_JOB_STATES, before_ms, limit))

@@ -1,9 +1,10 @@
-"""The run coordinator's SQLite schema (F-23..F-25, F-27).
+"""The run coordinator's SQLite schema.
 
 One run per database: ``run`` has exactly one row, ``node`` one row per static or dynamic node, and
 ``run_outbox`` the snapshots waiting to be projected into the read model, ``run_event`` the events sent
 to the run's wait-for-event nodes.
 """
+# F-23..F-25, F-27
 
 from __future__ import annotations
 
@@ -91,7 +92,8 @@ def _columns(sql: SqlExecutor, table: str) -> set[str]:
 
 
 def ensure_run_schema(sql: SqlExecutor) -> None:
-    """Create the tables, then add any column an older database lacks (F-27)."""
+    """Create the tables, then add any column an older database lacks."""
+    # F-27
     for ddl in (RUN_DDL, NODE_DDL, OUTBOX_DDL, EVENT_DDL):
         sql.execute(ddl)
     for table, added in (("run", RUN_ADDED_COLUMNS), ("node", NODE_ADDED_COLUMNS)):

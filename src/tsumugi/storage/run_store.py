@@ -1,4 +1,5 @@
-"""Rows of one run: the run row, its nodes and the progress counters (F-23, F-24, F-26)."""
+"""Rows of one run: the run row, its nodes and the progress counters."""
+# F-23, F-24, F-26
 
 from __future__ import annotations
 
@@ -120,7 +121,8 @@ class RunStore:
         self.sql.execute(f"UPDATE run SET {assignments}", list(values.values()))
 
     def nodes(self) -> list[NodeRow]:
-        """Every node in ``(seq, id)`` order, the order ``advance`` reads them in (F-24)."""
+        """Every node in ``(seq, id)`` order, the order ``advance`` reads them in."""
+        # F-24
         return [NodeRow(*r) for r in self.sql.execute(f"{_NODE_SELECT} ORDER BY seq, id")]  # type: ignore[arg-type]
 
     def node(self, node_id: str) -> NodeRow | None:
@@ -152,7 +154,8 @@ class RunStore:
         return int(self.sql.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM node")[0][0] or 0)
 
     def insert_nodes(self, rows: Iterable[Mapping[str, SqlValue]]) -> list[str]:
-        """Insert-or-ignore on ``id`` (the first writer wins, F-24); returns the ids actually inserted."""
+        """Insert-or-ignore on ``id`` (the first writer wins); returns the ids actually inserted."""
+        # F-24
         live = self.live()
         fresh: dict[str, Mapping[str, SqlValue]] = {}
         for values in rows:
@@ -204,7 +207,8 @@ class RunStore:
                 self._live.set_state(node_id, state)
 
     def set_job_ids(self, job_ids: Mapping[str, str], now_ms: int) -> None:
-        """Store each node's reserved job id, many nodes per statement (F-41)."""
+        """Store each node's reserved job id, many nodes per statement."""
+        # F-41
         pairs = list(job_ids.items())
         per_statement = (MAX_BOUND - 1) // 3
         for start in range(0, len(pairs), per_statement):
@@ -241,7 +245,8 @@ class RunStore:
         return True
 
     def counters(self) -> tuple[int, int, int]:
-        """``(node_total, node_done, node_failed)`` (F-26), kept as nodes move (ADR-0115)."""
+        """``(node_total, node_done, node_failed)``, kept as nodes move (ADR-0115)."""
+        # F-26
         return self.live().counters()
 
     def counted(self) -> tuple[int, int, int]:
@@ -255,14 +260,16 @@ class RunStore:
         return int(row[0] or 0), int(row[1] or 0), int(row[2] or 0)
 
     def delete_everything(self) -> None:
-        """The sweep (F-82): afterwards the run behaves as never created; empty tables stay."""
+        """The sweep: afterwards the run behaves as never created; empty tables stay."""
+        # F-82
         for table in ("node", "run_outbox", "run_event", "run"):
             self.sql.execute(f"DELETE FROM {table}")
         self._live = None
 
 
 def node_snapshot(run_id: str, node: NodeRow) -> dict[str, Any]:
-    """The read-model view of a node (F-25); job results stay in the jobs read model."""
+    """The read-model view of a node; job results stay in the jobs read model."""
+    # F-25
     return {
         "run_id": run_id,
         "node_id": node.id,
@@ -286,7 +293,8 @@ def node_snapshot(run_id: str, node: NodeRow) -> dict[str, Any]:
 
 
 def run_snapshot(run: RunRow, counters: tuple[int, int, int]) -> dict[str, Any]:
-    """The read-model view of the run (F-25)."""
+    """The read-model view of the run."""
+    # F-25
     total, done, failed = counters
     return {
         "id": run.id,

@@ -1,4 +1,5 @@
-"""The scheduler's SQLite: one row per schedule plus the definitions' fingerprint (S-12)."""
+"""The scheduler's SQLite: one row per schedule plus the definitions' fingerprint."""
+# S-12
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The ``setting`` and ``key_bucket`` tables: settings, pin, last blocked flags, token buckets (J-149)."""
+"""The ``setting`` and ``key_bucket`` tables: settings, pin, last blocked flags, token buckets."""
+# J-149
 
 from __future__ import annotations
 

@@ -7,11 +7,12 @@ no second b-tree entry. ``job`` has one covering "lane" index that every job is 
   (ADR-0043: a k-way merge gives the exact aged order of *all* ready jobs);
 - ``SCHEDULED`` + ``ready=0``: ``lane_at`` = ``run_after`` (waiting for its time);
 - ``QUEUED``/``RUNNING``: ``lane_at`` = silence origin + ``timeout_ms`` (the reaper's order, grace added
-  at query time because the policy may change), or the cancel request time if earlier (J-135);
-- terminal states: ``lane_at`` = the time it finished (the sweep's order, J-170).
+  at query time because the policy may change), or the cancel request time if earlier;
+- terminal states: ``lane_at`` = the time it finished (the sweep's order).
 
 A transition moves the job's single lane entry, so it writes the row plus one index entry.
 """
+# J-135, J-170
 
 from __future__ import annotations
 

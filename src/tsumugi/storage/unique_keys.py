@@ -1,4 +1,5 @@
-"""Unique-key reservations (J-33..J-37): independent of the job's lifecycle, by design (J-34)."""
+"""Unique-key reservations: independent of the job's lifecycle, by design."""
+# J-33..J-37, J-34
 
 from __future__ import annotations
 

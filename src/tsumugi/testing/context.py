@@ -1,4 +1,5 @@
-"""Unit-testing performers without a shard: a recording context, a runner and a fixed clock (J-78..J-80)."""
+"""Unit-testing performers without a shard: a recording context, a runner and a fixed clock."""
+# J-78..J-80
 
 from __future__ import annotations
 
@@ -58,7 +59,8 @@ def create_test_context(
     cancel_requested: bool = False,
     clock: Clock | None = None,
 ) -> TestJobContext:
-    """A context for calling ``perform`` directly (J-78); ``deadline_at`` defaults to now + 60 000 ms."""
+    """A context for calling ``perform`` directly; ``deadline_at`` defaults to now + 60 000 ms."""
+    # J-78
     if deadline_at is None:
         deadline_at = (clock or SystemClock()).now() + DEFAULT_TEST_TIMEOUT_MS
     return TestJobContext(
@@ -73,10 +75,11 @@ def create_test_context(
 
 
 async def run_performer(performer: Any, payload: Any, ctx: JobContext | None = None) -> dict[str, Any]:
-    """Call ``perform`` and never raise: ``{"ok": True, "value": v}`` or ``{"ok": False, "error": e}`` (J-79).
+    """Call ``perform`` and never raise: ``{"ok": True, "value": v}`` or ``{"ok": False, "error": e}``.
 
     ``performer`` is any object with a ``perform`` method, or a ``Performer`` class (built without env).
     """
+    # J-79
     if isinstance(performer, type):
         performer = performer()
     try:
@@ -89,5 +92,6 @@ async def run_performer(performer: Any, payload: Any, ctx: JobContext | None = N
 
 
 def fixed_clock(start: int = 1_700_000_000_000) -> FixedClock:
-    """A clock with ``now()``, ``advance(ms)`` and ``set(at)`` that moves only when told (J-80)."""
+    """A clock with ``now()``, ``advance(ms)`` and ``set(at)`` that moves only when told."""
+    # J-80
     return FixedClock(start)

@@ -58,7 +58,9 @@ class FakeQueue:
 
 
 class FakeReadModel:
-    """A ``ReadModelWriter`` keeping the newest snapshot per job id, honouring ``seq`` like D1 (J-192)."""
+    """A ``ReadModelWriter`` keeping the newest snapshot per job id, honouring ``seq`` like D1."""
+
+    # J-192
 
     def __init__(self) -> None:
         self.jobs: dict[str, JsonDict] = {}
@@ -73,10 +75,11 @@ class FakeReadModel:
 
 
 def current_snapshot(shard: JobShard, job_id: str) -> JsonDict:
-    """The snapshot a shard would project for ``job_id`` now (J-190); KeyError if the shard has no such job.
+    """The snapshot a shard would project for ``job_id`` now; KeyError if the shard has no such job.
 
     The read model shows it only after a projection, and a new job's first one waits (ADR-0119).
     """
+    # J-190
     row = shard.ctx.jobs.get(job_id)
     if row is None:
         raise KeyError(job_id)

@@ -1,8 +1,9 @@
-"""The engine's pure decisions as the testing helpers name them (J-80, J-101, §7.9).
+"""The engine's pure decisions as the testing helpers name them.
 
 The core functions take wire dicts and ``now_ms``; these accept the user-facing config objects too
 (``FixedBackoff``, ``ExponentialBackoff``, ``Policy``) and use the spec's argument names (ADR-0126).
 """
+# J-80, J-101, §7.9
 
 from __future__ import annotations
 
@@ -27,10 +28,11 @@ def next_attempt(
     now: int,
     rand: float = 0.5,
 ) -> core_backoff.NextAttempt:
-    """``(exhausted, run_after)`` after a failure; ``attempts`` counts the failure (J-101).
+    """``(exhausted, run_after)`` after a failure; ``attempts`` counts the failure.
 
-    ``backoff`` is a backoff object, a mapping in either spelling, or None for the default (J-100).
+    ``backoff`` is a backoff object, a mapping in either spelling, or None for the default.
     """
+    # J-101, J-100
     wire = None if backoff is None else backoff_from(backoff).to_wire()
     return core_backoff.next_attempt(attempts, max_attempts, wire, now, rand)
 
@@ -42,7 +44,7 @@ def schedule(
     bucket: Bucket = FRESH_BUCKET,
     key_buckets: Mapping[str, Bucket] | None = None,
 ) -> core_schedule.ScheduleResult:
-    """One scheduler tick over the active ``jobs`` (§7.9); ``policy`` defaults to the §10.3 defaults.
+    """One scheduler tick over the active ``jobs``; ``policy`` defaults to a binding's default policy.
 
     A job is a ``JobView`` or a mapping of its snake_case fields.
     """

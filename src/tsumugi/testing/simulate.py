@@ -1,4 +1,5 @@
-"""``simulate_flow``: the order and payloads of a flow's nodes without actors or performers (F-94, F-95)."""
+"""``simulate_flow``: the order and payloads of a flow's nodes without actors or performers."""
+# F-94, F-95
 
 from __future__ import annotations
 
@@ -244,7 +245,7 @@ def simulate_flow(
     events: Mapping[str, Any] | None = None,
     clock: FixedClock | None = None,
 ) -> SimulationResult:
-    """Run ``advance`` to the end with made-up node outcomes (F-94).
+    """Run ``advance`` to the end with made-up node outcomes.
 
     ``results`` maps node ids to return values, or to functions of ``{id, binding, payload}`` that produce
     them; or it is one such function for every node. Nodes listed in ``fails`` fail. Subflow nodes act as
@@ -257,4 +258,5 @@ def simulate_flow(
     ``clock.now()`` (0 without a clock); a ``FixedClock`` given here is advanced to each wake, and
     every record's ``at`` says when the node settled.
     """
+    # F-94
     return _Simulation(flow, input, results, fails, events or {}, clock).run()

@@ -1,8 +1,9 @@
-"""The dashboard: one self-contained HTML document built from ``dashboard/`` (U-1, ADR-0091).
+"""The dashboard: one self-contained HTML document built from ``dashboard/`` (ADR-0091).
 
-The REST app serves ``dashboard_html()`` for unmatched GETs (A-17, U-3); nothing else is needed,
+The REST app serves ``dashboard_html()`` for unmatched GETs; nothing else is needed,
 because every script, style and image is inlined into that one document.
 """
+# U-1, A-17, U-3
 
 from __future__ import annotations
 
@@ -25,11 +26,12 @@ def dashboard_source_html() -> str:
 
 @lru_cache(maxsize=8)
 def dashboard_html(token_cookie: str | None = DEFAULT_TOKEN_COOKIE) -> str:
-    """The document with ``window.__TSUMUGI__`` injected right after the first ``<head>`` (U-2).
+    """The document with ``window.__TSUMUGI__`` injected right after the first ``<head>``.
 
-    ``token_cookie=None`` turns the token prompt into the identity-provider message (U-6).
-    Computed once per distinct cookie name (U-2).
+    ``token_cookie=None`` turns the token prompt into the identity-provider message.
+    Computed once per distinct cookie name.
     """
+    # U-2, U-6
     # "<" never appears raw inside the script, so no value can close the tag early.
     config = json.dumps({"tokenCookie": token_cookie}, separators=(",", ":")).replace("<", "\\u003c")
     script = f"<script>window.__TSUMUGI__={config}</script>"

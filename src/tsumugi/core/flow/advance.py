@@ -1,8 +1,9 @@
-"""The run-progress decision ``advance`` (F-29..F-33) with trigger gating (T-1..T-5).
+"""The run-progress decision ``advance`` with trigger gating (T-1..T-5).
 
 Pure: node views in, decisions and the run state out. The coordinator and ``simulate_flow`` apply the
 decisions; ``when`` conditions are evaluated by whoever applies a start, because only they hold the code.
 """
+# F-29..F-33
 
 from __future__ import annotations
 
@@ -146,7 +147,8 @@ class NodeFlags(Protocol):
 
 
 def decide(node: NodeView, tree: NodeFlags, *, halting: bool, kids_settled: bool) -> Decision | None:
-    """The decision for one node (F-32), given whether all its children are settled (F-30)."""
+    """The decision for one node, given whether all its children are settled."""
+    # F-32, F-30
     if node.container and node.state == "RUNNING" and kids_settled:
         return Decision(DecisionType.AGGREGATE, node.id)
     if halting:
@@ -159,7 +161,8 @@ def decide(node: NodeView, tree: NodeFlags, *, halting: bool, kids_settled: bool
 
 
 def _gate(node: NodeView, tree: NodeFlags) -> Decision | None:
-    """The decision for a PENDING node once its dependencies allow one (F-32 step 3, T-1, T-2)."""
+    """The decision for a PENDING node once its dependencies allow one (step 3, T-1, T-2)."""
+    # F-32
     missing = next((d for d in node.after if d not in tree.by_id), None)
     if missing is not None:
         return Decision(DecisionType.SKIP, node.id, f"dependency is missing: {missing}")
@@ -184,11 +187,12 @@ def _gate(node: NodeView, tree: NodeFlags) -> Decision | None:
 def advance(
     nodes: Sequence[NodeView | Mapping[str, Any]], *, cancelling: bool, expired: bool = False
 ) -> Progress:
-    """Decide what happens next in a run and what state it is in (F-32, F-33, T-5).
+    """Decide what happens next in a run and what state it is in (T-5).
 
     A node may also be given as the spec's plain view ``{id, state, container, subflow, parent, origin,
-    after, trigger?}`` (§6).
+    after, trigger?}``.
     """
+    # F-32, F-33, §6
     views = [node if isinstance(node, NodeView) else view_of(node) for node in nodes]
     tree = _Tree(views)
     halting = cancelling or expired

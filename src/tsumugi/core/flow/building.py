@@ -1,8 +1,9 @@
-"""What a node turns into when it starts: deps, payload and job options, fan-out children (F-40..F-52).
+"""What a node turns into when it starts: deps, payload and job options, fan-out children.
 
 Shared by the run coordinator and ``simulate_flow`` so both build exactly the same payloads.
 Mapping functions are user code; exceptions they raise propagate to the caller.
 """
+# F-40..F-52
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ WHEN_FALSE: Final = "when condition was false"  # T-6: the reason written for a 
 
 @dataclass(frozen=True, slots=True)
 class ChildDraft:
-    """A fan-out child before insertion: payload and options are frozen now (F-49, F-52)."""
+    """A fan-out child before insertion: payload and options are frozen now."""
+
+    # F-49, F-52
 
     id: str
     key: str
@@ -32,7 +35,8 @@ class ChildDraft:
 
 
 def build_deps(spec: NodeSpec, dep_value: DepValue) -> dict[str, Any]:
-    """``deps`` keyed by the current code's ``after`` names (F-42, F-91)."""
+    """``deps`` keyed by the current code's ``after`` names."""
+    # F-42, F-91
     return {name: dep_value(node_id) for name, node_id in spec.after.items()}
 
 
@@ -47,12 +51,14 @@ def wire_option(value: Any) -> Any:
 
 
 def static_options(spec: NodeSpec) -> dict[str, Any]:
-    """The node's job options in camelCase, unset ones left out (F-14)."""
+    """The node's job options in camelCase, unset ones left out."""
+    # F-14
     return {k: wire_option(v) for k, v in spec.options.items() if v is not None}
 
 
 def build_job(spec: NodeSpec, flow_input: Any, deps: Mapping[str, Any]) -> dict[str, Any]:
-    """``{payload, ...options, concurrencyKey?}`` of a static job node, from the current code (F-40)."""
+    """``{payload,...options, concurrencyKey?}`` of a static job node, from the current code."""
+    # F-40
     assert spec.input is not None
     job: dict[str, Any] = {"payload": call_mapper(spec.input, flow_input, deps), **static_options(spec)}
     key = spec.concurrency_key
@@ -64,7 +70,8 @@ def build_job(spec: NodeSpec, flow_input: Any, deps: Mapping[str, Any]) -> dict[
 
 
 def subflow_input(spec: NodeSpec, flow_input: Any, deps: Mapping[str, Any]) -> Any:
-    """The child run's input, evaluated when the child starts (F-36 ``startRun``)."""
+    """The child run's input, evaluated when the child starts (``startRun``)."""
+    # F-36
     assert spec.input is not None
     return call_mapper(spec.input, flow_input, deps)
 
@@ -75,10 +82,11 @@ def when_allows(spec: NodeSpec, flow_input: Any, deps: Mapping[str, Any]) -> boo
 
 
 def expand_fan_out(spec: NodeSpec, flow_input: Any, deps: Mapping[str, Any]) -> list[ChildDraft]:
-    """The children of a fan-out container, first key wins (F-49, F-51).
+    """The children of a fan-out container, first key wins.
 
-    Raises InvalidFlowError for a key outside the node-id charset (F-3).
+    Raises InvalidFlowError for a key outside the node-id charset.
     """
+    # F-49, F-51, F-3
     assert spec.over is not None and spec.input is not None
     items = list(call_mapper(spec.over, flow_input, deps))
     options = static_options(spec)
@@ -100,7 +108,8 @@ def expand_fan_out(spec: NodeSpec, flow_input: Any, deps: Mapping[str, Any]) -> 
 
 
 def spawn_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Spawn options in camelCase, whichever spelling the performer used (F-55)."""
+    """Spawn options in camelCase, whichever spelling the performer used."""
+    # F-55
     wire_names = {**JOB_OPTION_KEYS, "concurrency_key": "concurrencyKey"}
     wire = {wire_names.get(k, k): wire_option(v) for k, v in (options or {}).items() if v is not None}
     if isinstance(wire.get("backoff"), Mapping):
@@ -109,7 +118,8 @@ def spawn_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _stored_backoff(value: Mapping[str, Any]) -> Any:
-    """A backoff mapping in the camelCase form the shard reads (J-101); one it cannot read stays as is."""
+    """A backoff mapping in the camelCase form the shard reads; one it cannot read stays as is."""
+    # J-101
     try:
         return backoff_from(value).to_wire()
     except InvalidConfigError:  # the shard's own enqueue check reports it (J-29)

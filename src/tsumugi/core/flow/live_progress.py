@@ -1,11 +1,12 @@
 """``advance`` kept up to date node by node (ADR-0115): the same decisions, without re-reading the run.
 
 ``advance`` rebuilds the whole tree on every call, so a run re-evaluated on every tick costs O(n) per
-tick. ``LiveProgress`` holds the same per-node flags (settled, succeeded, failed; F-30, F-31, T-1) as
+tick. ``LiveProgress`` holds the same per-node flags (settled, succeeded, failed; T-1) as
 counters over each node's children, changes them only along the parent chain of a node that moved,
 and re-decides only the dirty nodes: the node itself, its parent and the nodes that depend on it.
 Decisions come from ``advance.decide``, so both paths share one rule table.
 """
+# F-30, F-31
 
 from __future__ import annotations
 
@@ -67,7 +68,8 @@ class LiveProgress:
 
     # ------------------------------------------------------------------ changes
     def add(self, seq: int, node: NodeView) -> None:
-        """A new node row (static at start, fan-out or spawned later); a known id is ignored (F-24)."""
+        """A new node row (static at start, fan-out or spawned later); a known id is ignored."""
+        # F-24
         if node.id in self.by_id:
             return
         self.by_id[node.id] = node
@@ -145,7 +147,8 @@ class LiveProgress:
         return "FAILED" if expired or self.failed_roots else "COMPLETED"
 
     def counters(self) -> tuple[int, int, int]:
-        """``(node_total, node_done, node_failed)`` (F-26)."""
+        """``(node_total, node_done, node_failed)``."""
+        # F-26
         return len(self.by_id), self.done, self.failed_count
 
     def _flush(self, halting: bool) -> None:

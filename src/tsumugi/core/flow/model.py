@@ -1,4 +1,5 @@
-"""The flow definition model: node specs, the Flow object and its persisted shape (F-2, F-11..F-18)."""
+"""The flow definition model: node specs, the Flow object and its persisted shape."""
+# F-2, F-11..F-18
 
 from __future__ import annotations
 
@@ -47,7 +48,9 @@ ConcurrencyKey = str | Callable[..., str] | None
 
 @dataclass(frozen=True, slots=True)
 class NodeSpec:
-    """One declared node. Functions live here only; the run stores the shape (F-18)."""
+    """One declared node. Functions live here only; the run stores the shape."""
+
+    # F-18
 
     id: str
     kind: NodeKind
@@ -66,7 +69,8 @@ class NodeSpec:
 
     @property
     def edges(self) -> tuple[str, ...]:
-        """The de-duplicated dependency ids in first-seen order (F-13)."""
+        """The de-duplicated dependency ids in first-seen order."""
+        # F-13
         return tuple(dict.fromkeys(self.after.values()))
 
     @property
@@ -75,7 +79,9 @@ class NodeSpec:
 
 
 class Flow:
-    """A DAG definition living in code (F-1). Build one with ``create_flow(performers)``."""
+    """A DAG definition living in code. Build one with ``create_flow(performers)``."""
+
+    # F-1
 
     __slots__ = ("_by_id", "deadline_ms", "nodes")
 
@@ -87,7 +93,8 @@ class Flow:
         self._by_id = {n.id: n for n in nodes}
 
     def node(self, node_id: str) -> NodeSpec | None:
-        """The spec of a static node, or None when the code no longer declares it (F-92)."""
+        """The spec of a static node, or None when the code no longer declares it."""
+        # F-92
         return self._by_id.get(node_id)
 
     def __repr__(self) -> str:
@@ -95,7 +102,8 @@ class Flow:
 
 
 def validate_deadline_ms(value: object) -> int:
-    """A positive integer of milliseconds; integral floats pass as in JS, bools never (F-11)."""
+    """A positive integer of milliseconds; integral floats pass as in JS, bools never."""
+    # F-11
     if isinstance(value, float) and value.is_integer() and value > 0:
         return int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -104,15 +112,17 @@ def validate_deadline_ms(value: object) -> int:
 
 
 def flow_name_of(flow: Flow, flows: Mapping[str, Flow]) -> str | None:
-    """The first registered name whose value is ``flow`` itself (F-16: identity, first key wins)."""
+    """The first registered name whose value is ``flow`` itself (identity, first key wins)."""
+    # F-16
     return next((name for name, candidate in flows.items() if candidate is flow), None)
 
 
 def shape_of(flow: Flow, flows: Mapping[str, Flow]) -> list[dict[str, Any]]:
-    """The structure pinned at run start: ``{id, binding, container, after[], subflow?, ...}`` (F-18).
+    """The structure pinned at run start: ``{id, binding, container, after[], subflow?,...}``.
 
     ADR-0147 adds ``wait`` (the kind) and ``event`` to waiting nodes.
     """
+    # F-18
     shape: list[dict[str, Any]] = []
     for spec in flow.nodes:
         entry: dict[str, Any] = {
@@ -165,6 +175,6 @@ def _arity(fn: Callable[..., Any]) -> int | None:
 
 
 def call_mapper(fn: Callable[..., Any], *args: Any) -> Any:
-    """Call a mapping function with only as many arguments as it declares (§1, port decision)."""
+    """Call a mapping function with only as many arguments as it declares."""
     arity = positional_arity(fn)
     return fn(*(args if arity is None else args[:arity]))

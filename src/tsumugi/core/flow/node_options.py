@@ -1,4 +1,5 @@
-"""Checks of a node's own options as the builder call happens (F-14, T-1; ADR-0070, ADR-0033)."""
+"""Checks of a node's own options as the builder call happens (T-1; ADR-0070, ADR-0033)."""
+# F-14
 
 from __future__ import annotations
 
@@ -25,9 +26,10 @@ def trigger_of(node_id: str, trigger: str | None, after: Mapping[str, Any] | Non
 def job_options(node_id: str, *values: Any) -> dict[str, Any]:
     """A node's set job options, given in JOB_OPTION_KEYS order, in camelCase wire form.
 
-    A backoff mapping becomes the dict the shard stores (J-101). The options are checked now with the
-    enqueue rules (J-29), so a bad one fails the definition, not every tick of every run reaching it.
+    A backoff mapping becomes the dict the shard stores. The options are checked now with the
+    enqueue rules, so a bad one fails the definition, not every tick of every run reaching it.
     """
+    # J-101, J-29
     given = {name: v for name, v in zip(JOB_OPTION_KEYS, values, strict=True) if v is not None}
     try:
         wire = to_wire_input({"binding": "node", "payload": None, **given})

@@ -19,10 +19,11 @@ MAX_COLLECTED_CHILDREN: Final = 1000
 
 
 def encode_result(value: Any) -> tuple[str | None, str | None]:
-    """``(json_text, None)`` for a storable result, ``(None, error)`` for one the run refuses (F-46).
+    """``(json_text, None)`` for a storable result, ``(None, error)`` for one the run refuses.
 
     ``None`` is stored as no result at all.
     """
+    # F-46
     if value is None:
         return None, None
     try:
@@ -35,12 +36,14 @@ def encode_result(value: Any) -> tuple[str | None, str | None]:
 
 
 def decode_result(text: str | None) -> Any:
-    """The JSON-decoded stored result; None when nothing was stored (F-42)."""
+    """The JSON-decoded stored result; None when nothing was stored."""
+    # F-42
     return None if text is None else jsonwire.loads(text)
 
 
 def fan_out_summary(child_states: Iterable[str]) -> dict[str, int]:
-    """``{total, succeeded, failed}`` over the direct children (F-36: only COMPLETED succeeds)."""
+    """``{total, succeeded, failed}`` over the direct children (only COMPLETED succeeds)."""
+    # F-36
     states = list(child_states)
     succeeded = sum(1 for s in states if s == "COMPLETED")
     return {"total": len(states), "succeeded": succeeded, "failed": len(states) - succeeded}

@@ -1,8 +1,9 @@
-"""Whole-configuration checks of ``flows``, run when define_tsumugi() runs (F-6, F-12, F-17, T-1).
+"""Whole-configuration checks of ``flows``, run when define_tsumugi() runs (T-1).
 
 The builder already rejects most mistakes as they are made; this pass also covers flows assembled by
 hand and the facts only the full configuration knows (registered bindings and subflow targets).
 """
+# F-6, F-12, F-17
 
 from __future__ import annotations
 

@@ -5,8 +5,9 @@ The classes a Worker entry exports (``TsumugiJobShard``, ``RunObject``, ``Schedu
 Workers runtime; they are loaded on first access, so the adapters below them (SQL, alarm, Queue, D1,
 conversion) also import in plain Pyodide and, with fake bindings, in CPython tests (ADR-0084).
 ``WorkerEnv`` wraps a Worker's ``env`` for engine code, e.g. ``create_client(...).enqueue(WorkerEnv(env),
-...)`` in an enqueue-only Worker whose ``JOB_SHARD`` points at the main Worker (J-200).
+...)`` in an enqueue-only Worker whose ``JOB_SHARD`` points at the main Worker.
 """
+# J-200
 
 from __future__ import annotations
 

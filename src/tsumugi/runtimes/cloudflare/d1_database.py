@@ -1,4 +1,5 @@
-"""``ports.SqlDatabase`` over a D1 binding (``TSUMUGI_DB``): the read model on Cloudflare (J-192)."""
+"""``ports.SqlDatabase`` over a D1 binding (``TSUMUGI_DB``): the read model on Cloudflare."""
+# J-192
 
 from __future__ import annotations
 

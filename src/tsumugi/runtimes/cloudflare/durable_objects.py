@@ -1,9 +1,10 @@
-"""The Durable Object classes: the engine's coordinators hosted on DO storage, alarm and RPC (J-4, J-22).
+"""The Durable Object classes: the engine's coordinators hosted on DO storage, alarm and RPC.
 
 Each class builds its coordinator once per instance over the adapters of this package, then forwards
 every RPC to it: arguments arrive from JavaScript and go through ``to_py_value``, results leave through
 ``to_js_value`` (ADR-0082). The user's entry module exports them under the wrangler ``class_name``s.
 """
+# J-4, J-22
 
 from __future__ import annotations
 
@@ -42,13 +43,15 @@ class UnnamedObjectError(Exception):
 class HostedCoordinator(_DurableObject):  # type: ignore[misc]
     """What every Tsumugi Durable Object shares: SQL, alarm, env adapters and its own name.
 
-    The coordinator needs the Durable Object's name (J-17: a shard is ``<binding>#<n>``, a run its run id).
+    The coordinator needs the Durable Object's name (a shard is ``<binding>#<n>``, a run its run id).
     ``ctx.id.name`` gives it whenever the stub came from ``idFromName``, as every Tsumugi stub does. A
     proxy that forwards by hex id (``wrangler dev``'s registry, between two dev processes) drops it; then
     the name kept in this object's SQL is used, and an object that has none yet refuses the call with
     ``UnnamedObjectError`` until the caller's stub ``identify``s it. A name learnt from ``ctx.id.name`` is
     kept too (once per object), because an alarm that wakes an evicted object may come without it.
     """
+
+    # J-17
 
     def __init__(self, ctx: Any, env: Any) -> None:
         super().__init__(ctx, env)
@@ -107,7 +110,8 @@ class HostedCoordinator(_DurableObject):  # type: ignore[misc]
 
 
 def _data_point_writer(dataset: Any) -> Any:
-    """``TSUMUGI_METRICS.writeDataPoint`` taking a Python point (M-2: indexes, blobs, doubles)."""
+    """``TSUMUGI_METRICS.writeDataPoint`` taking a Python point (indexes, blobs, doubles)."""
+    # M-2
 
     def write(point: Any) -> None:
         dataset.writeDataPoint(to_js_value(point))
@@ -116,7 +120,9 @@ def _data_point_writer(dataset: Any) -> Any:
 
 
 class TsumugiJobShard(HostedCoordinator):
-    """One job shard (``JOB_SHARD``): the RPC surface of ``ports.ShardRpc`` plus the alarm tick (J-161)."""
+    """One job shard (``JOB_SHARD``): the RPC surface of ``ports.ShardRpc`` plus the alarm tick."""
+
+    # J-161
 
     @cached_property
     def shard(self) -> JobShard:

@@ -1,9 +1,10 @@
-"""The flow and schedule Durable Objects: ``TsumugiRun`` (F-28) and ``TsumugiScheduler`` (S-rules).
+"""The flow and schedule Durable Objects: ``TsumugiRun`` and ``TsumugiScheduler`` (S-rules).
 
 Unlike the job shard these need the app's definitions (flows, run settings, schedules, shard counts),
 so the entry module subclasses them and sets ``app`` to its ``define_tsumugi`` result, as the original's
 ``class TsumugiRun extends tsumugi.runClass {}`` does.
 """
+# F-28
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from tsumugi.storage.read_model_writer import D1ReadModelWriter
 
 
 def shard_counts(app: Any) -> dict[str, int]:
-    """Shards per binding, so flow nodes and scheduled jobs route like every other enqueue (J-19)."""
+    """Shards per binding, so flow nodes and scheduled jobs route like every other enqueue."""
+    # J-19
     return {binding: config.shards for binding, config in app.binding_configs.items()}
 
 

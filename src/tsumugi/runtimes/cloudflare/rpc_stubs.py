@@ -1,9 +1,10 @@
-"""Durable Object namespaces seen as ``ports.ShardNamespace``/``ports.RunNamespace`` (J-17, F-28).
+"""Durable Object namespaces seen as ``ports.ShardNamespace``/``ports.RunNamespace``.
 
 A call on a stub crosses the Durable Object RPC boundary: arguments go out through ``to_js_value`` and
 results come back through ``to_py_value``, so engine code sees plain JSON-shaped data on both runtimes.
-The same stubs serve an enqueue-only Worker whose ``JOB_SHARD`` points at another script (J-200).
+The same stubs serve an enqueue-only Worker whose ``JOB_SHARD`` points at another script.
 """
+# J-17, F-28, J-200
 
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
-"""Remote performers over service bindings (J-62, J-63): the calling side and the serving side.
+"""Remote performers over service bindings: the calling side and the serving side.
 
 The caller hands the performer a JS context object: ``jobId``, ``attempt``, ``idempotencyKey``,
-``deadlineAt`` (a timestamp, since abort signals cannot cross RPC, J-75), ``traceparent``, and the
+``deadlineAt`` (a timestamp, since abort signals cannot cross RPC), ``traceparent``, and the
 callbacks ``heartbeat(progress)`` and ``spawn(id, binding, payload, options)``. Both callbacks are remote
-calls on the serving side, so a remote performer must await them (J-63).
+calls on the serving side, so a remote performer must await them.
 """
+# J-62, J-63, J-75
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from tsumugi.runtimes.cloudflare.js_conversion import js_function, to_js_value, 
 
 
 class RemotePerformer:
-    """A performer in another Worker, reached through ``env.<BINDING>`` (a service binding, J-61)."""
+    """A performer in another Worker, reached through ``env.<BINDING>`` (a service binding)."""
+
+    # J-61
 
     __slots__ = ("_fetcher",)
 
@@ -67,16 +70,18 @@ class RemoteJobContext(JobContext):
     async def spawn_remote(
         self, id: str, binding: str, payload: Any, options: dict[str, Any] | None = None
     ) -> None:
-        """Ship a child-node request to the calling Worker now (J-63: await it, or it is lost)."""
+        """Ship a child-node request to the calling Worker now (await it, or it is lost)."""
+        # J-63
         await self._js_ctx.spawn(id, binding, to_js_value(payload), to_js_value(options or {}))
 
 
 async def serve_perform(performer: Performer[Any, Any], payload: Any, js_ctx: Any) -> Any:
-    """Run a served performer's ``perform`` for a caller in another Worker; spawns travel back (J-63).
+    """Run a served performer's ``perform`` for a caller in another Worker; spawns travel back.
 
     The payload arrives decoded into the performer's payload type and the result leaves as its JSON,
     as for a performer of the calling Worker (ADR-0140).
     """
+    # J-63
     ctx = RemoteJobContext(js_ctx)
     types = types_of(type(performer))
     name = type(performer).__name__

@@ -1,8 +1,9 @@
-"""The Worker's default export: the fetch, queue and scheduled handlers of a Tsumugi app (J-7, J-207).
+"""The Worker's default export: the fetch, queue and scheduled handlers of a Tsumugi app.
 
 The entry module subclasses ``WorkerHandlers`` and sets ``app`` (the ``define_tsumugi`` result) and,
 optionally, ``routes`` (a function of ``env`` returning the app's own Starlette routes, served first).
 """
+# J-7, J-207
 
 from __future__ import annotations
 
@@ -98,11 +99,13 @@ class WorkerHandlers(_WorkerEntrypoint):  # type: ignore[misc]
 
 
 class PerformerEntrypoint(_WorkerEntrypoint):  # type: ignore[misc]
-    """Serves one performer to other Workers through a service binding (J-62).
+    """Serves one performer to other Workers through a service binding.
 
     The serving Worker exports a subclass named like the performer class, with ``performer`` set; the
     calling Worker binds it with ``{binding: <Tsumugi binding>, service: <this Worker>, entrypoint: <name>}``.
     """
+
+    # J-62
 
     performer: ClassVar[type[Performer]]
 

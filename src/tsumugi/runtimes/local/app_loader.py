@@ -125,7 +125,8 @@ def _find_tsumugi(module: ModuleType, spec: str) -> Any:
 
 
 def _exports(module: ModuleType) -> dict[str, Any]:
-    """Performer classes exported at the module's top level, by export name (J-60)."""
+    """Performer classes exported at the module's top level, by export name."""
+    # J-60
     return {
         name: value
         for name, value in vars(module).items()

@@ -1,4 +1,5 @@
-"""The Worker's cron trigger, locally: call the app's ``scheduled`` handler every five minutes (J-207)."""
+"""The Worker's cron trigger, locally: call the app's ``scheduled`` handler every five minutes."""
+# J-207
 
 from __future__ import annotations
 

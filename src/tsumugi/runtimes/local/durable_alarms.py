@@ -76,8 +76,9 @@ class DurableAlarms:
         """Make ``at_ms`` the coordinator's alarm (replacing any other), arm it, then persist it.
 
         ADR-0052: an instant already due is not written: every shard ticks at start anyway, so only
-        future instants need the disk. That saves a write on every report and enqueue (J-165).
+        future instants need the disk. That saves a write on every report and enqueue.
         """
+        # J-165
         self._at[name] = int(at_ms)
         self._arm(name)  # ADR-0131: armed first; the disk may refuse the write
         self._persist(name)

@@ -33,7 +33,8 @@ SCHEDULER_NAME: Final = "scheduler"  # S-12: the one instance's fixed name
 
 
 def shard_counts(app: Any) -> dict[str, int]:
-    """Shards per binding, so flow nodes and scheduled jobs route like every other enqueue (J-19)."""
+    """Shards per binding, so flow nodes and scheduled jobs route like every other enqueue."""
+    # J-19
     configs: Mapping[str, Any] = getattr(app, "binding_configs", None) or {}
     return {binding: config.shards for binding, config in configs.items()}
 
@@ -62,7 +63,8 @@ class EngineWiring:
         self._run_connections.drain()
 
     async def prepare_read_model(self, read_model: Any) -> None:
-        """Apply the D1 migrations, as ``wrangler d1 migrations apply --local`` would (D-1)."""
+        """Apply the D1 migrations, as ``wrangler d1 migrations apply --local`` would."""
+        # D-1
         apply_migrations(read_model)
         self._writer = D1ReadModelWriter(read_model)
         self._metrics = LocalMetricsWriter(read_model)  # ADR-0064: no Analytics Engine locally

@@ -38,9 +38,11 @@ class LocalEnv:
 class InProcessPerformer:
     """A ``remote(PerformerClass)`` served in this process: the local stand-in for its service binding.
 
-    On Cloudflare the class runs in another Worker (J-62); ``tsumugi dev`` has no other Worker, so a marker
+    On Cloudflare the class runs in another Worker; ``tsumugi dev`` has no other Worker, so a marker
     that names its class is performed here, with this runtime's ``env``, unless a var of that name is set.
     """
+
+    # J-62
 
     __slots__ = ("_env", "_performer")
 
@@ -65,7 +67,9 @@ def serve_remote_markers(env: LocalEnv, performers: Mapping[str, Any]) -> list[s
 
 
 class LocalExecutionContext:
-    """A Worker's ``ctx``: ``exports`` (the app module's top-level exports, J-61) and ``wait_until``."""
+    """A Worker's ``ctx``: ``exports`` (the app module's top-level exports) and ``wait_until``."""
+
+    # J-61
 
     def __init__(self, exports: Mapping[str, Any]) -> None:
         self.exports = dict(exports)

@@ -110,7 +110,9 @@ class SerialShardStub(SerialStub):
 
 
 class LocalShardNamespace:
-    """``env.JOB_SHARD``: ``get("<binding>#<n>")`` returns the stub of that shard (J-17)."""
+    """``env.JOB_SHARD``: ``get("<binding>#<n>")`` returns the stub of that shard."""
+
+    # J-17
 
     shard_checks_payloads = (
         True  # the stub hands the shard the caller's objects (client.SHARD_CHECKS_PAYLOADS)

@@ -1,8 +1,9 @@
-"""``ports.SqlDatabase`` over CPython sqlite3: the local read model, migrated like D1 (D-1..D-11).
+"""``ports.SqlDatabase`` over CPython sqlite3: the local read model, migrated like D1.
 
 Reads run on the caller's thread: each one is an indexed lookup that takes microseconds (ADR-0063). Writes
 run in order on a thread of their own, so projection overlaps the engine's work (ADR-0152).
 """
+# D-1..D-11
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ PAGE_CACHE_KIB: Final = 65_536  # 64 MiB: holds the job table's hot indexes at a
 
 
 def default_migrations_dir() -> Path:
-    """The D1 migrations: inside an installed wheel (``tsumugi/migrations``), else the checkout's (C-19)."""
+    """The D1 migrations: inside an installed wheel (``tsumugi/migrations``), else the checkout's."""
+    # C-19
     package = Path(__file__).resolve().parents[2]
     shipped = package / "migrations"
     return shipped if shipped.is_dir() else package.parents[1] / "migrations"

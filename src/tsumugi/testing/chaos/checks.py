@@ -3,15 +3,16 @@
 Rules (``Violation.rule``):
 
 * ``lost`` — an enqueue that returned an id whose job never existed, or a job that left its shard
-  before it ended (retention only ever sweeps ended jobs, J-170).
+  before it ended (retention only ever sweeps ended jobs).
 * ``ran-twice`` — an at-most-once job whose attempt reached the performer although no failure of its
-  earlier attempts had been reported (J-106..J-109: only a reported failure, a raise or a timeout,
+  earlier attempts had been reported (only a reported failure, a raise or a timeout,
   earns an at-most-once job another run).
 * ``unsettled`` — a job still waiting or in flight, a run still running, once the simulation stopped
-  waiting; or an at-least-once job STALLED, which only at-most-once jobs may be (J-112).
-* ``completed-unrun`` — a COMPLETED job none of whose attempts returned from the performer (J-71).
+  waiting; or an at-least-once job STALLED, which only at-most-once jobs may be.
+* ``completed-unrun`` — a COMPLETED job none of whose attempts returned from the performer.
 * ``invariant:<name>`` — a user invariant that raised ``AssertionError`` or returned False.
 """
+# J-170, J-106..J-109, J-112, J-71
 
 from __future__ import annotations
 

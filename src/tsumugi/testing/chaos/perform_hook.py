@@ -20,10 +20,12 @@ __all__ = ["ChaosPerform", "ChaosResolver"]
 class ChaosResolver:
     """The app's performer resolver, with each performer's ``perform`` going through ``ChaosPerform``.
 
-    A performer the resolver built for this batch (a class entry, J-60) gets the hook on the instance,
+    A performer the resolver built for this batch (a class entry) gets the hook on the instance,
     so the consumer still sees its class (payload types, options); a shared object from ``env`` (a
     service binding, a remote performer served here) is wrapped instead of changed.
     """
+
+    # J-60
 
     def __init__(self, inner: PerformerResolver, injector: Injector, clock: SimulatedClock, generation: int):
         self._inner = inner

@@ -1,9 +1,10 @@
 """The simulation's clock: a ``FixedClock`` that also says when its next sleeper wakes (ADR-0142).
 
 The simulator moves time from event to event: to the earliest of the next alarm, the next sleeper
-(an attempt's timeout, J-74; a heartbeat's wait, J-65) and the next queue lease to expire. A
+(an attempt's timeout; a heartbeat's wait) and the next queue lease to expire. A
 ``FixedClock`` keeps its sleepers to itself, so this one keeps its own.
 """
+# J-74, J-65
 
 from __future__ import annotations
 

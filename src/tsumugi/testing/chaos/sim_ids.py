@@ -1,11 +1,12 @@
 """Local ids that replay: a counter stands in for the OS generator while a simulation runs (ADR-0142).
 
 ``tsumugi.core.ids.new_local_ids`` stamps ids with the wall clock and fills them from ``secrets``.
-Jobs created in the same millisecond are dispatched in id order (J-142), so with random ids the same
+Jobs created in the same millisecond are dispatched in id order, so with random ids the same
 seed would deliver them in another order, and a fault aimed at "the second delivery" would hit
 another job. Every id the engine makes goes through that one function (``new_local_id`` calls it), so
-replacing it for the simulation's duration is enough; ids keep the cuid2 shape (J-15).
+replacing it for the simulation's duration is enough; ids keep the cuid2 shape.
 """
+# J-142, J-15
 
 from __future__ import annotations
 

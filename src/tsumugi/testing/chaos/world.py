@@ -209,8 +209,9 @@ class Simulation:
         """Record every job each shard holds; a job it no longer holds is marked absent.
 
         Every shard on disk is opened first: a restarted runtime opens one only when it is called, and
-        a clock jump may sweep ended jobs (J-170) before that.
+        a clock jump may sweep ended jobs before that.
         """
+        # J-170
         for name in self.runtime.shards.names_on_disk():
             if name not in self.wiring.shard_stores:
                 try:
