@@ -115,3 +115,23 @@ async def test_nothing_is_logged_when_the_level_is_off(
     job_id = await app.enqueue(payload={"result": 1})
     await app.settled(job_id, "COMPLETED")
     assert not [r for r in caplog.records if r.name == JOBS_LOGGER]
+
+
+async def test_a_silent_at_most_once_job_logs_stalled(
+    local: MakeLocal, caplog: pytest.LogCaptureFixture
+) -> None:
+    # J-112: the reaper stalls a silent at-most-once attempt; the line names its attempt
+    caplog.set_level(logging.INFO, logger=JOBS_LOGGER)
+    app = await local()
+    job_id = await app.enqueue(payload={"gate": "never"}, guarantee="at-most-once", timeout_ms=0)
+
+    async def started() -> bool:
+        return any(line.startswith("job started") for line in _lines(caplog, job_id))
+
+    await app.until(started, "the attempt to start")
+    for _ in range(3):  # past the reaper's grace (no attempt timeout: the gate keeps it silent)
+        await app.advance(60_000)
+    await app.settled(job_id, "STALLED")
+    assert _event(_lines(caplog, job_id), "job stalled") == (
+        f"job stalled binding=MAIL job={job_id} attempt=1 max_attempts=3"
+    )
