@@ -1,12 +1,13 @@
 """The example app, defined once: the Worker entry (``src/entry.py``) and ``tsumugi dev`` both import it.
 
 It imports nothing that only exists under Pyodide, so the local runtime can load it on CPython.
-Each performer's binding is its class name (J-60). Flows: ``GREETINGS`` lists names, greets each and
+Each performer's binding is its class name. Flows: ``GREETINGS`` lists names, greets each and
 reports; ``PIPELINE`` runs ``GREETINGS`` as a subflow, then a summary; ``TIMED`` lists names within
 ten minutes; ``NAPPING`` sleeps first and ``APPROVAL`` waits for an event. Schedules poll ``ListNames``,
 ping ``Hello`` and start ``GREETINGS`` nightly.
 The REST API and dashboard answer with the bearer token ``TSUMUGI_TOKEN`` (header or cookie).
 """
+# J-60
 
 from __future__ import annotations
 
@@ -50,11 +51,15 @@ class Boom(Performer):
 
 
 class SlowCancelled(Exception):
-    """Raised by Slow to stop once cancellation is requested; the job then ends CANCELLED (J-135)."""
+    """Raised by Slow to stop once cancellation is requested; the job then ends CANCELLED."""
+
+    # J-135
 
 
 class Slow(Performer):
-    """Works ``steps`` seconds, reporting progress; stops early when cancellation is requested (J-69a)."""
+    """Works ``steps`` seconds, reporting progress; stops early when cancellation is requested."""
+
+    # J-69a
 
     async def perform(self, payload: Any, ctx: JobContext) -> dict[str, int]:
         steps = max(1, int(payload.get("steps", 5)))
@@ -100,9 +105,11 @@ class Tally(Performer):
 class Shout(Performer):
     """Returns ``{"shouted": TEXT}`` for ``{"text": str}``; beats once, so progress crosses back too.
 
-    A remote performer (J-62): on Cloudflare the companion Worker (``src/companion.py``) serves it and this
+    A remote performer: on Cloudflare the companion Worker (``src/companion.py``) serves it and this
     Worker reaches it through the ``Shout`` service binding; ``tsumugi dev`` performs it in process.
     """
+
+    # J-62
 
     async def perform(self, payload: Any, ctx: JobContext) -> dict[str, Any]:
         beat = await ctx.heartbeat(0.5)
@@ -147,7 +154,8 @@ def GREETINGS(f: FlowBuilder) -> None:
 
 @flow
 def PIPELINE(f: FlowBuilder) -> None:
-    """``{prefix}``: GREETINGS as a child run, then a summary once it completed (F-16, F-63)."""
+    """``{prefix}``: GREETINGS as a child run, then a summary once it completed."""
+    # F-16, F-63
     greetings = f.subflow("greetings", GREETINGS, input=lambda i, d: {"prefix": i["prefix"]})
     f.node("summary", "Report", after={"greetings": greetings}, input=lambda i, d: {"total": 1, "failed": 0})
 
@@ -202,7 +210,8 @@ tsumugi = define_tsumugi(
 
 
 def _refusal(request: Request, env: Any) -> Response | None:
-    """Bearer ``TSUMUGI_TOKEN``; with no token configured the routes answer 404 (fail-closed, J-9)."""
+    """Bearer ``TSUMUGI_TOKEN``; with no token configured the routes answer 404 (fail-closed)."""
+    # J-9
     token = _token(env)
     if not token:
         return JSONResponse({"error": "not found"}, status_code=404)

@@ -3,15 +3,16 @@
 It shows the two ways another Worker works with Tsumugi:
 
 - it **enqueues** into the example's shards from outside, with ``create_client`` over a ``JOB_SHARD``
-  binding to the example Worker's Durable Objects (J-200): ``POST /enqueue`` with
-  ``{"binding", "payload", ...options}`` answers 201 ``{"id"}``; ``POST /enqueue-many`` takes
+  binding to the example Worker's Durable Objects: ``POST /enqueue`` with
+  ``{"binding", "payload",...options}`` answers 201 ``{"id"}``; ``POST /enqueue-many`` takes
   ``{"jobs": [...]}`` and answers 201 ``{"ids"}``. Both need the bearer token ``TSUMUGI_TOKEN``.
-- it **serves a performer** to the example: ``Shout`` is a remote performer there (J-62), reached
+- it **serves a performer** to the example: ``Shout`` is a remote performer there, reached
   through the example's ``Shout`` service binding to this Worker's ``Shout`` entrypoint.
 - it **reads a shard's meter** for benches and tests: ``GET /meter?shard=<binding>%23<n>`` answers the
   shard Durable Object's ``meter()`` (cursor rows read/written, ``setAlarm`` calls since the instance
   started; COST.md), behind the same token.
 """
+# J-200, J-62
 
 from __future__ import annotations
 

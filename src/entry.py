@@ -11,7 +11,9 @@ __all__ = ["Default", "TsumugiJobShard", "TsumugiRun", "TsumugiScheduler"]
 
 
 class TsumugiRun(example.tsumugi.run_class):  # type: ignore[misc, name-defined]
-    """``RUN``: one flow run's coordinator, over the app's flow definitions (F-28, J-203)."""
+    """``RUN``: one flow run's coordinator, over the app's flow definitions."""
+
+    # F-28, J-203
 
 
 class TsumugiScheduler(example.tsumugi.scheduler_class):  # type: ignore[misc, name-defined]

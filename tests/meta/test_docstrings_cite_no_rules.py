@@ -82,7 +82,8 @@ PUBLIC_PREFIXES = (
 def _citing() -> dict[str, list[str]]:
     """Module path -> the first lines of its docstrings that cite a rule."""
     found: dict[str, list[str]] = {}
-    for path in sorted((SRC / "tsumugi").rglob("*.py")):
+    # the package, and the example app users copy from (src/app.py, src/entry.py, src/companion.py)
+    for path in sorted([*SRC.glob("*.py"), *(SRC / "tsumugi").rglob("*.py")]):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
