@@ -1,4 +1,4 @@
-"""The REST app: the request pipeline of A-12..A-18 in front of one route table, as a Starlette app.
+"""The REST app: the request pipeline (auth, bindings, migrations) before one route table, in Starlette.
 
 Paths are read as the original's router reads them (ADR-0133): routes match the path with every escape
 decoded except those of URI delimiters (``%2F``, ``%23``, ``%3A``, ...) and ``%25``, and each path
@@ -166,7 +166,7 @@ def request_env(request: Request, options: RestOptions) -> Any:
 
 
 class RestPipeline:
-    """A-12..A-18 in order: no auth -> 404, bindings -> 503, auth -> 401, openapi, migrations -> 503."""
+    """In order: no auth -> 404, bindings -> 503, auth -> 401, openapi, migrations -> 503."""
 
     def __init__(self, options: RestOptions) -> None:
         self.options = options

@@ -1,4 +1,4 @@
-"""The operation table of A.4 (plus J-176's policy routes) that the OpenAPI document is built from."""
+"""The operation table (the REST routes, policy routes included) that the OpenAPI document is built from."""
 
 from __future__ import annotations
 

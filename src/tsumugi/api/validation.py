@@ -207,7 +207,7 @@ def _is_positive_integer(value: Any) -> bool:
 
 
 def validate_start_run(body: Any, flows: Sequence[str]) -> StartRunRequest:
-    """A-62 (+ A-63 port choice: an id outside ``[A-Za-z0-9_-]`` is 400 ``invalid run id``)."""
+    """A run's start body; an id outside ``[A-Za-z0-9_-]`` is 400 ``invalid run id``."""
     _require_object(body, allow_array=True)
     fields: dict[str, Any] = body if isinstance(body, dict) else {}
     flow = fields.get("flow")

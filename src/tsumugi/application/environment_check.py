@@ -25,7 +25,7 @@ __all__ = ["MIGRATIONS_DIR", "configuration_report", "jsonc_fragment", "missing_
 def missing_bindings(
     env: Any, *, flows: bool, schedules: bool, remote_bindings: Iterable[str]
 ) -> list[JsonDict]:
-    """The J-205 problems as ``{kind, name, className?, reason}`` in A-74 order; empty when complete."""
+    """The missing bindings as ``{kind, name, className?, reason}``, in report order; empty when complete."""
     required = required_bindings(flows=flows, schedules=schedules)
     missing: list[JsonDict] = [
         {**entry, "reason": "absent"} for entry in required if env_binding(env, entry["name"]) is None
@@ -40,9 +40,9 @@ def missing_bindings(
 
 
 def configuration_report(missing: Sequence[JsonDict], config_format: ConfigFormat = "jsonc") -> str:
-    """The multi-line report of J-206: problems, numbered steps, then a pasteable fragment.
+    """The multi-line configuration report: problems, numbered steps, then a pasteable fragment.
 
-    The REST 503 and the typed paths use JSONC (A-75); ``tsumugi doctor`` passes the project's format.
+    The REST 503 and the typed paths use JSONC; ``tsumugi doctor`` passes the project's format.
     """
     lines = ["tsumugi: the wrangler configuration is incomplete"]
     for entry in missing:

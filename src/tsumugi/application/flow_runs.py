@@ -52,9 +52,9 @@ async def start_run(
     local_id: str | None = None,
     deadline_ms: int | None = None,
 ) -> str:
-    """F-19 steps 2-5, after the caller's configuration check: the run id, once the run exists.
+    """Start a run, after the caller's configuration check: the run id, once the run exists.
 
-    The same ``local_id`` names the same coordinator, whose atomic start makes this idempotent (F-21).
+    The same ``local_id`` names the same coordinator, whose atomic start makes this idempotent.
     """
     if flow not in flows:
         raise InvalidFlowError(f"flow is not registered: {flow}")

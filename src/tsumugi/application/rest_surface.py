@@ -103,7 +103,7 @@ def build_rest_app(app: Tsumugi, env: Any) -> ASGIApp:
 
 
 def _missing_report(app: Tsumugi, env: Any) -> MissingBindingsReport | None:
-    """A-13: the J-206 report and its entries while bindings are missing (success is cached, J-24)."""
+    """The configuration report and its entries while bindings are missing (success is cached)."""
     problems = app.environment_report(env)
     return None if problems is None else MissingBindingsReport(problems[0], problems[1])
 

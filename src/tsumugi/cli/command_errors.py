@@ -22,7 +22,7 @@ def run_guarded(body: Callable[[argparse.Namespace], int], args: argparse.Namesp
 
 
 def add_init_only_options(parser: argparse.ArgumentParser) -> None:
-    """Accept ``--name``/``--format`` so that using them outside init gets the C-5 message."""
+    """Accept ``--name``/``--format`` so that using them outside init gets init's usage message."""
     parser.add_argument("--name", help=argparse.SUPPRESS)
     parser.add_argument("--format", dest="config_format", help=argparse.SUPPRESS)
 

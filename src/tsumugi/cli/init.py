@@ -1,6 +1,6 @@
-"""``tsumugi init [DIR]``: a ready Python Worker project with Tsumugi (C-7..C-12, ADR-0086).
+"""``tsumugi init [DIR]``: a ready Python Worker project with Tsumugi (ADR-0086).
 
-Nothing talks to Cloudflare unless ``--provision`` asks for it; otherwise the wrangler calls of C-9 are
+Nothing talks to Cloudflare unless ``--provision`` asks for it; otherwise the wrangler calls are
 printed as next steps and ``database_id`` keeps its ``<id>`` placeholder.
 """
 
@@ -115,7 +115,7 @@ def _config_file(config_format: ConfigFormat) -> str:
 
 
 def _scaffold(files: ProjectFiles, name: str) -> None:
-    """C-9 (5): each file only if absent; the entry, one performer, the export list, local secrets."""
+    """Each file only if absent; the entry, one performer, the export list, local secrets."""
     files.write("pyproject.toml", templates.pyproject(name, _tsumugi_requirement()))
     files.write(templates.APP_PATH, templates.APP)
     files.write(templates.ENTRY_PATH, templates.ENTRY)
@@ -134,7 +134,7 @@ def _tsumugi_requirement() -> str:
 
 
 def _check_wrangler(plan: _Plan) -> None:
-    """C-9 (1): before anything is written, wrangler must start."""
+    """Before anything is written, wrangler must start."""
     cwd = plan.root if plan.root.is_dir() else Path.cwd()
     if not run_wrangler(cwd, ["--version"]).ok:
         raise CommandLineError(f"wrangler is not available\n{INSTALL_HINT}")
@@ -146,7 +146,7 @@ def _wrangler(plan: _Plan, args: list[str]) -> WranglerResult:
 
 
 def _provision(plan: _Plan) -> str | None:
-    """C-9 (2), (3): the queue and the database are created; returns the database id, if printed."""
+    """The queue and the database are created; returns the database id, if printed."""
     if not _wrangler(plan, ["queues", "create", plan.name]).ok:
         _warn(f"could not create the queue {plan.name} (it may already exist)")
     created = _wrangler(plan, ["d1", "create", plan.name])
@@ -157,7 +157,7 @@ def _provision(plan: _Plan) -> str | None:
 
 
 def _apply_migrations(plan: _Plan) -> None:
-    """C-9 (6): local, then remote; failures are warnings (``pywrangler sync`` may not have run yet)."""
+    """Local, then remote; failures are warnings (``pywrangler sync`` may not have run yet)."""
     for where in ("--local", "--remote"):
         if not _wrangler(plan, ["d1", "migrations", "apply", plan.name, where]).ok:
             _warn(

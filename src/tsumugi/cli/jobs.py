@@ -1,4 +1,4 @@
-"""``tsumugi jobs list|show|retry|cancel|reschedule``: jobs through the REST API (api.md A-28..A-53)."""
+"""``tsumugi jobs list|show|retry|cancel|reschedule``: jobs through the REST API."""
 
 from __future__ import annotations
 

@@ -159,7 +159,7 @@ def _split_command(args: list[str]) -> tuple[str | None, list[str]]:
 
 
 def _dashes_as_values(args: list[str]) -> list[str]:
-    """A token of dashes only (``---``) names no option: it is a value, so C-13 can reject it as a name."""
+    """A token of dashes only (``---``) names no option: it is a value, which a command may reject."""
     dashes = [token for token in args if len(token) > 2 and set(token) == {"-"}]
     if not dashes or "--" in args:
         return args

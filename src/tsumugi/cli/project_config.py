@@ -1,6 +1,6 @@
-"""Finding and reading a project's wrangler configuration and Worker name (C-7, C-8).
+"""Finding and reading a project's wrangler configuration and Worker name.
 
-The top-level ``name`` is read without a full parser, as C-8 asks; ``load_config`` parses the whole
+The top-level ``name`` is read without a full parser; ``load_config`` parses the whole
 file (JSONC through the same tokenizer, TOML through ``tomllib``) for ``tsumugi doctor``.
 """
 
@@ -85,7 +85,7 @@ def jsonc_top_level_name(text: str) -> str | None:
 
 
 def toml_top_level_name(text: str) -> str | None:
-    """C-8: the first ``name = "…"`` or ``name = '…'`` line before the first table header."""
+    """The first ``name = "…"`` or ``name = '…'`` line before the first table header."""
     for line in text.splitlines():
         if _TOML_HEADER.match(line):
             return None
@@ -130,7 +130,7 @@ def load_config(config: ProjectConfig) -> dict[str, Any]:
 
 
 def default_worker_name(directory: Path) -> str:
-    """C-7 after ``--name``: the config's name, pyproject's, package.json's (no ``@scope/``), the folder's."""
+    """After ``--name``: the config's name, pyproject's, package.json's (no ``@scope/``), the folder's."""
     config = find_config(directory)
     if config is not None:
         name = config_worker_name(config)

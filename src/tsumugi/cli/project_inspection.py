@@ -1,7 +1,7 @@
 """The checks of ``tsumugi doctor`` on a project directory (ADR-0088).
 
-Bindings go through the very check behind the REST 503 (``missing_bindings``, J-205), fed with the
-bindings the wrangler file declares; migrations through the D-11..D-13 check on the local D1 file.
+Bindings go through the very check behind the REST 503 (``missing_bindings``), fed with the
+bindings the wrangler file declares; migrations through the read model's migration check on the local D1 file.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class Check:
 
 @dataclass
 class Inspection:
-    """Missing bindings in A-74 shape, then the other checks in the order they ran."""
+    """Missing bindings in the REST report's shape, then the other checks in the order they ran."""
 
     config_format: ConfigFormat
     missing: list[JsonDict] = field(default_factory=list)
@@ -95,7 +95,7 @@ def declared_binding_names(declared: Mapping[str, Any]) -> list[str]:
 
 
 def syntax_checks(root: Path, module_root: Path) -> list[Check]:
-    """Every module under the entry's folder compiles: wrangler uploads Python unchecked (PLATFORM.md §1)."""
+    """Every module under the entry's folder compiles: wrangler uploads Python unchecked."""
     if not module_root.is_dir():
         return []
     checks = []
@@ -146,7 +146,7 @@ def queue_checks(declared: Mapping[str, Any]) -> list[Check]:
 
 
 def database_checks(root: Path, declared: Mapping[str, Any]) -> list[Check]:
-    """TSUMUGI_DB has an id, its migrations directory holds D-1..D-8, the local D1 applied them."""
+    """TSUMUGI_DB has an id, its migrations directory holds every migration, the local D1 applied them."""
     for database in _entries(declared, "d1_databases"):
         if database.get("binding") == "TSUMUGI_DB":
             return _database_checks(root, database)
@@ -184,7 +184,7 @@ def _database_checks(root: Path, database: Mapping[str, Any]) -> list[Check]:
 
 
 class _ReadOnlyDatabase:
-    """``ports.SqlDatabase`` over a local D1 file opened read-only, for the D-11 ledger query."""
+    """``ports.SqlDatabase`` over a local D1 file opened read-only, for the migration ledger query."""
 
     def __init__(self, path: Path) -> None:
         self._path = path

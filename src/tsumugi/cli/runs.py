@@ -1,4 +1,4 @@
-"""``tsumugi runs list|show|cancel|resume``: flow runs through the REST API (api.md A-59..A-65)."""
+"""``tsumugi runs list|show|cancel|resume``: flow runs through the REST API."""
 
 from __future__ import annotations
 

@@ -90,7 +90,7 @@ class RunCoordinator:
     def dormant(self) -> bool:
         """Whether nothing can happen here before a call or the sweep alarm: no run, or a settled one.
 
-        Settled means finished, projected and reported to its parent (F-82's conditions but the age);
+        Settled means finished, projected and reported to its parent (the sweep's conditions but the age);
         a runtime may then release the run's storage connection and memory (ADR-0132).
         """
         if self.ticking:

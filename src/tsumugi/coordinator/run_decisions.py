@@ -119,7 +119,10 @@ class DecisionApplier:
         self._write(node_id, state="FAILED", error=error)
 
     def dep_value(self, node_id: str) -> Any:
-        """F-42 with ADR-0072: a stored result, or a collecting fan-out's summary plus child results."""
+        """A node's result for its dependents (ADR-0072).
+
+        A stored result, or a fan-out's summary and child results.
+        """
         dep = self.store.node(node_id)
         if dep is None:
             return None

@@ -60,7 +60,7 @@ def view_of(job: JobRow) -> JobView:
 
 
 def plan_tick(ctx: ShardContext, now_ms: int) -> TickPlan:
-    """Steps (2)-(4) of J-161 in one transaction: read the lanes, decide, apply; returns the messages."""
+    """The middle of a tick in one transaction: read the lanes, decide, apply; returns the messages."""
     policy = ctx.settings.policy
     promoted = ctx.lanes.promote_due(now_ms, PROMOTE_LIMIT)
     due = ctx.lanes.in_flight_due(now_ms, policy.reaper_grace_ms, TICK_ROWS)

@@ -35,7 +35,7 @@ class ReportEffect:
     """The transition a report causes.
 
     ``to_state`` is COMPLETED, SCHEDULED (retry at ``run_after``), FAILED or CANCELLED. ``log_state`` is
-    the attempt row to write (None when J-95 skips it).
+    the attempt row to write (None when none is written).
     """
 
     to_state: Literal["COMPLETED", "SCHEDULED", "FAILED", "CANCELLED"]

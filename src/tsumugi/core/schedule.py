@@ -136,7 +136,7 @@ def silence_deadline(job: JobView, reaper_grace_ms: int) -> int:
 
 
 def reaper_decision(job: JobView) -> Decision:
-    """J-112 with ADR-0045: the silent attempt counts as finished."""
+    """What the reaper does with a silent attempt; it counts as finished (ADR-0045)."""
     if job.cancel_requested_at is not None:
         return ConfirmCancel(job.id)
     attempts = job.attempts + 1
@@ -277,7 +277,7 @@ class _Walk:
 
 
 def candidate_order(job: JobView, now_ms: int, aging_interval_ms: int | None) -> tuple[float, int, str]:
-    """J-142 sort key: effective priority descending, then ``created_at``, then ``id``."""
+    """The dispatch sort key: effective priority descending, then ``created_at``, then ``id``."""
     aged = effective_priority(job.priority, job.created_at, now_ms, aging_interval_ms)
     return (-aged, job.created_at, job.id)
 

@@ -80,5 +80,5 @@ def assert_transition(from_state: str, to_state: str) -> None:
 
 
 def sources_of(to_state: JobState) -> frozenset[JobState]:
-    """Every state that may move to ``to_state`` (the ``WHERE state IN (...)`` of J-92)."""
+    """Every state that may move to ``to_state`` (the ``WHERE state IN (...)`` of a conditional update)."""
     return frozenset(src for src, targets in TRANSITIONS.items() if to_state in targets)

@@ -18,9 +18,9 @@ def has_perform(candidate: Any) -> bool:
 
 
 class PerformersResolver:
-    """Resolves from the ``performers`` map, then from ``env`` (a service binding), like J-61.
+    """Resolves from the ``performers`` map, then from ``env`` (a service binding).
 
-    A class in the map is instantiated with ``(ctx, env)`` (J-60); a ``remote()`` marker or an
+    A class in the map is instantiated with ``(ctx, env)``; a ``remote()`` marker or an
     unknown name falls through to ``env[binding]``.
     """
 

@@ -44,7 +44,7 @@ class LocalMetricsWriter:
 
 
 class LocalMetricsReader:
-    """Reads the local metrics table in the shapes of M-9 and M-10."""
+    """Reads the local metrics table in the shapes of ``/api/metrics``."""
 
     def __init__(self, db: SqlDatabase, clock: Clock) -> None:
         self._db = db

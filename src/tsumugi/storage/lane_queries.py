@@ -63,7 +63,7 @@ class LaneQueries:
     def ready_in_order(
         self, now_ms: int, aging_interval_ms: int | None, page_rows: int = PAGE_ROWS
     ) -> Iterator[JobRow]:
-        """All ready jobs in J-142 order: a k-way merge of the per-priority streams.
+        """All ready jobs in dispatch order: a k-way merge of the per-priority streams.
 
         Within one priority, ``created_at`` ascending means aged priority descending, so each stream is
         already sorted by the global key (ADR-0043).

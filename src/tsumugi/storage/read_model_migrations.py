@@ -1,4 +1,4 @@
-"""The read-model migration check behind the 503s of A-16 (D-10..D-15), cached per database.
+"""The read-model migration check behind the REST API's 503s, cached per database.
 
 It lives in storage rather than projection because the REST API (a sibling of projection, which it may
 not import) runs it on every request (ADR-0061).
@@ -25,7 +25,7 @@ class MigrationStatus:
     missing: tuple[str, ...] = ()
 
     def error_message(self) -> str:
-        """The 503 body text of D-13 (empty for ok)."""
+        """The 503 body text (empty for ok)."""
         if self.kind == "missing":
             names = ", ".join(self.missing)
             return (

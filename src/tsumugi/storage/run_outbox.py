@@ -1,4 +1,4 @@
-"""The run's outbox: snapshots written with each change, projected later (F-25, F-35 step 7, F-84)."""
+"""The run's outbox: snapshots written with each change, projected later."""
 
 from __future__ import annotations
 

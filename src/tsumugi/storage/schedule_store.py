@@ -54,7 +54,7 @@ class ScheduleRow:
     updated_at: int
 
     def listing(self) -> dict[str, Any]:
-        """The REST item: exactly the S-21 fields."""
+        """The REST item: exactly the fields ``GET /api/schedules`` lists."""
         return {
             f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("created_at", "updated_at")
         }

@@ -71,7 +71,8 @@ def view_of(node: Mapping[str, Any]) -> NodeView:
 
 
 def is_node_terminal(state: str) -> bool:
-    """F-29."""
+    """Whether a node in ``state`` is done: completed, failed, cancelled, stalled or skipped."""
+    # F-29
     return state in TERMINAL_NODE_STATES
 
 
@@ -206,7 +207,7 @@ def advance(
 
 
 def _run_state(nodes: Sequence[NodeView], tree: _Tree, *, cancelling: bool, expired: bool) -> str:
-    """F-33 with T-5: FAILED only when some node actually failed, the run expired or never settled."""
+    """The run's end state: FAILED only when some node actually failed, the run expired or never settled."""
     roots = [n for n in nodes if n.parent is None]
     if not all(tree.settled(r) for r in roots):
         return "RUNNING"

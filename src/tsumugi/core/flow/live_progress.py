@@ -139,7 +139,7 @@ class LiveProgress:
         return picked
 
     def state(self, *, cancelling: bool, expired: bool) -> str:
-        """F-33 with T-5, from the root counters."""
+        """The run's end state, from the root counters."""
         if self.unsettled_roots:
             return "RUNNING"
         if cancelling:

@@ -43,6 +43,6 @@ class _NodeOptionRefused(InvalidFlowError, TypeError):
 
 
 def refuse_unique_key(node_id: str, unique_key: object) -> None:
-    """F-14 (ADR-0033): a node cannot set unique_key, its reservation would outlive the run's retries."""
+    """A node cannot set unique_key (ADR-0033): its reservation would outlive the run's retries."""
     if unique_key is not None:
         raise _NodeOptionRefused(f"unique_key is not allowed in a node: {node_id}")

@@ -1,7 +1,5 @@
-"""Node results: the 8,192-character limit, fan-out summaries and collected child results.
-
-F-46, F-36 (aggregate), F-50, F-53; ADR-0072 for ``collect``.
-"""
+"""Node results: the 8,192-character limit, fan-out summaries and collected child results (ADR-0072)."""
+# F-46, F-36 (aggregate), F-50, F-53; ADR-0072 for ``collect``
 
 from __future__ import annotations
 

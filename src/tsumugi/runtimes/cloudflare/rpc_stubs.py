@@ -21,7 +21,7 @@ UNNAMED_MARKER: Final = "UnnamedObjectError"
 class DurableObjectStub:
     """Any coordinator's RPC surface: ``await stub.enqueue_many(inputs, settings)`` and so on.
 
-    Method names are the Python coordinator's own (the name-mapping table of jobs.md §2); every argument
+    Method names are the Python coordinator's own (mapped from the original's names); every argument
     is converted, ``None`` included, so optional positional arguments keep their places.
     """
 

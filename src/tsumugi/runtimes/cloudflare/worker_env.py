@@ -1,9 +1,9 @@
-"""The Worker's ``env`` as the engine sees it: Tsumugi bindings wrapped in the ports' adapters (J-6, 10.7).
+"""The Worker's ``env`` as the engine sees it: Tsumugi bindings wrapped in the ports' adapters.
 
 ``env.JOB_SHARD``/``RUN``/``SCHEDULER`` become namespace clients, ``TSUMUGI_DB`` a ``ports.SqlDatabase``,
 ``TSUMUGI_QUEUE`` a ``ports.DispatchQueue``, and any other service binding a remote performer. Vars and
 secrets (``TSUMUGI_TOKEN``) are plain strings. A binding that is not configured reads as absent
-(``getattr(env, name, None)`` is None), as J-205 counts "undefined or null".
+(``getattr(env, name, None)`` is None), counted as "undefined or null".
 """
 
 from __future__ import annotations

@@ -70,10 +70,10 @@ class EngineWiring:
         self._metrics = LocalMetricsWriter(read_model)  # ADR-0064: no Analytics Engine locally
 
     def namespaces(self, runtime: LocalRuntime) -> Mapping[str, tuple[str, CoordinatorFactory]]:
-        """``RUN`` and ``SCHEDULER``, always bound like a complete wrangler configuration (J-205).
+        """``RUN`` and ``SCHEDULER``, always bound like a complete wrangler configuration.
 
         With schedules, the scheduler's alarm is set to now, so its first tick reconciles, fires what
-        is due and arms the next occurrence (the local process's S-14 priming).
+        is due and arms the next occurrence (the local process's scheduler priming).
         """
         app = runtime.app
         flows = getattr(app, "flows", None) or {}
