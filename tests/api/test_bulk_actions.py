@@ -162,3 +162,12 @@ async def test_a_held_lease_keeps_a_second_caller_out(harness: Harness) -> None:
     assert await store.lease("bulk_l", NOW, 10_000)
     assert not await step(store, harness.shards, "bulk_l", NOW + 5_000)
     assert harness.shards.calls == []
+
+
+async def test_an_action_of_the_wrong_type_is_a_400(api: httpx.AsyncClient) -> None:
+    # found by schemathesis: an object as the action answered 500
+    answer = await api.post("/api/bulk", json={"action": {"retry": 1}})
+    assert (answer.status_code, answer.json()) == (
+        400,
+        {"error": "action must be one of retry, cancel, reschedule"},
+    )

@@ -82,7 +82,7 @@ def validate_bulk_action(body: Any) -> BulkSpec:
     if not isinstance(body, dict):
         raise BodyError("body must be an object")
     action = body.get("action")
-    if action not in ACTION_STATES:
+    if not isinstance(action, str) or action not in ACTION_STATES:
         raise BodyError("action must be one of retry, cancel, reschedule")
     given = body.get("filter", {})
     if not isinstance(given, dict):
