@@ -12,6 +12,10 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, WithJsonSchema
 from pydantic.json_schema import SkipJsonSchema
 
+from tsumugi.api.bulk_models import BulkActionRequest as BulkActionRequest  # ADR-0151
+from tsumugi.api.bulk_models import BulkCount as BulkCount
+from tsumugi.api.bulk_models import BulkFilter as BulkFilter
+from tsumugi.api.bulk_models import BulkProgress as BulkProgress
 from tsumugi.api.model_access import (
     BindingMetricsAccess,
     BlockedFlagsAccess,
@@ -101,48 +105,6 @@ class JobList(BaseModel):
 
 class JobDetailResponse(BaseModel):
     job: JobDetail
-
-
-class BulkFilter(BaseModel):
-    """Any list filter: exact matches, and a created range (epoch ms)."""
-
-    binding: str | Omitted = None
-    state: str | Omitted = None
-    id: str | Omitted = None
-    unique_key: str | Omitted = None
-    concurrency_key: str | Omitted = None
-    created_from: float | Omitted = None
-    created_to: float | Omitted = None
-
-
-class BulkActionRequest(BaseModel):
-    """Retry, cancel or reschedule every job the filter matches (``dryRun``: only count them)."""
-
-    action: Literal["retry", "cancel", "reschedule"]
-    filter: BulkFilter | Omitted = None
-    dryRun: bool | Omitted = None
-    cap: Annotated[int, Field(ge=1)] | Omitted = Field(default=None, description="act on at most this many")
-    includeRunning: bool | Omitted = Field(default=None, description="cancel: also ask running jobs to stop")
-    runAt: float | Omitted = None
-    delayMs: Annotated[float, Field(ge=0)] | Omitted = None
-    priority: float | Omitted = None
-
-
-class BulkCount(BaseModel):
-    matched: int
-
-
-class BulkProgress(BaseModel):
-    id: str
-    action: str
-    state: Literal["running", "done"]
-    filter: dict[str, Any]
-    matched: int
-    done: int
-    failed: int
-    remaining: int
-    createdAt: int
-    updatedAt: int
 
 
 class ThrottleRequest(BaseModel):
