@@ -208,6 +208,7 @@ async def test_run_detail_exact_keys_and_stray_nodes(harness: Harness, runs_api:
         "parent_run_id": "billing:x", "parent_node_id": "sub", "retryable": True,
     }  # fmt: skip
     expected_node = {k: v for k, v in node.items() if k not in ("run_id", "node_id", "seq")}
-    assert body["nodes"] == [{"id": "a", **expected_node}]
+    # ADR-0147 extends A-61 with what a waiting node waits for: null for every other node.
+    assert body["nodes"] == [{"id": "a", **expected_node, "wait": None, "wait_event": None, "wake_at": None}]
     stray = await runs_api.get("/api/runs/signup%3Agone")
     assert (stray.status_code, stray.text) == (404, '{"error":"not found"}')

@@ -9,7 +9,7 @@ from typing import Any, Final
 from starlette.responses import Response
 
 from tsumugi.api.context import RequestContext
-from tsumugi.api.shapes import EventAnswer
+from tsumugi.api.shapes import EventAccepted
 from tsumugi.api.wire import error_response, json_response, read_body
 from tsumugi.core.flow.waits import is_event_name
 
@@ -41,7 +41,7 @@ async def send_run_event(ctx: RequestContext) -> Response:
     result = await send(ctx.env, run_id, event, payload)
     reason = result.get("reason")
     if result.get("ok"):
-        answer: EventAnswer = {"accepted": True, "node": str(result["node"]), "state": str(result["state"])}
+        answer: EventAccepted = {"accepted": True, "node": str(result["node"]), "state": str(result["state"])}
         return json_response(answer, 200 if result["state"] == "COMPLETED" else 202)
     if reason == "gone":
         return error_response("not found", 404)

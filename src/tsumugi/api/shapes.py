@@ -201,7 +201,7 @@ class RunNode(TypedDict):
     wake_at: int | None  # when a sleep ends or a wait for an event gives up
 
 
-class EventAnswer(TypedDict):
+class EventAccepted(TypedDict):
     """200/202 of ``POST /api/runs/{id}/events/{event}`` (ADR-0148)."""
 
     accepted: bool
