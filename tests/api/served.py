@@ -39,6 +39,10 @@ async def _run_control(env: Any, run_id: str, action: str) -> dict[str, Any]:
     return {"ok": False, "reason": "gone"}
 
 
+async def _run_event(env: Any, run_id: str, event: str, payload: Any) -> dict[str, Any]:
+    return {"ok": False, "reason": "gone"}  # ADR-0148: an unknown run, 404
+
+
 async def _schedules(env: Any) -> list[dict[str, Any]]:
     return SCHEDULES
 
@@ -58,6 +62,7 @@ async def seeded_harness(db_path: str) -> Harness:
         flows=("signup",),
         start_run=_start_run,
         run_control=_run_control,
+        run_event=_run_event,
         schedules=_schedules,
         metrics=lambda env: reader,
         ui=lambda: "<!doctype html><title>Tsumugi</title>",
