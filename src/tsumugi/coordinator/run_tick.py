@@ -201,10 +201,12 @@ class RunTick:
         if self.c.read_model is not None:
             runs = [{**r.snapshot, "seq": r.seq} for r in rows if r.kind == "run"]
             nodes = [{**r.snapshot, "seq": r.seq} for r in rows if r.kind == "node"]
-            if runs:
-                await self.c.read_model.upsert_runs(runs)
+            # Nodes first: a reader that sees the run settled sees its nodes settled too, even where the
+            # two writes land apart (D1, or the local writer thread, ADR-0152).
             if nodes:
                 await self.c.read_model.upsert_run_nodes(nodes)
+            if runs:
+                await self.c.read_model.upsert_runs(runs)
         self.c.outbox.delete_through(rows[-1].seq)
         return len(rows) >= 200
 

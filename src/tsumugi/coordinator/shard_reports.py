@@ -18,7 +18,7 @@ from tsumugi.core.outcome import ReportedJob, decide_report, is_stale
 from tsumugi.core.progress import normalize_progress
 from tsumugi.core.states import assert_transition
 from tsumugi.storage import lane_expressions as lanes
-from tsumugi.storage.job_rows import JOB_COLUMNS, JobRow, job_from_row, seq_floor
+from tsumugi.storage.job_rows import REPORT_COLUMNS, JobRow, job_from_row, seq_floor
 
 # Reports of a batch settled in one statement per chunk: 4 parameters a row beside 5 shared ones (3 values
 # and the 2 in-flight states), within the 100 that Durable Object SQL binds (ADR-0136).
@@ -29,6 +29,9 @@ _SETTLE_SQL = (
     "version = max(version + 1, ?) FROM (VALUES {values}) AS v "
     "WHERE job.id = v.column1 AND +job.state IN (?, ?) RETURNING {columns}"
 )
+
+
+_SETTLED_RETURNING = ", ".join(f"job.{column}" for column in REPORT_COLUMNS)
 
 
 def apply_reports(
@@ -43,7 +46,7 @@ def apply_reports(
     counts: dict[str, int] = {}
     for job_id, _ in reports:
         counts[job_id] = counts.get(job_id, 0) + 1
-    rows = {row["id"]: row for row in ctx.jobs.get_many(list(counts))}
+    rows = {row["id"]: row for row in ctx.jobs.get_many(list(counts), REPORT_COLUMNS)}
     settled: list[tuple[str, Any, Mapping[str, Any]]] = []
     arms: list[int] = []
     for job_id, outcome in reports:
@@ -84,8 +87,10 @@ def _settle(ctx: ShardContext, settled: list[tuple[str, Any, Mapping[str, Any]]]
         for job_id, effect, _ in part:
             params.extend((job_id, effect.to_state, effect.attempts, effect.result))
             errors[job_id] = effect.error
-        sql = _SETTLE_SQL.format(values=values, columns=", ".join(f"job.{c}" for c in JOB_COLUMNS))
-        changed.extend(job_from_row(row) for row in ctx.sql.execute(sql, (*params, *IN_FLIGHT)))
+        sql = _SETTLE_SQL.format(values=values, columns=_SETTLED_RETURNING)
+        changed.extend(
+            job_from_row(row, REPORT_COLUMNS) for row in ctx.sql.execute(sql, (*params, *IN_FLIGHT))
+        )
     ctx.jobs.mark_changed_many(changed)
     run_events: list[tuple[str, dict[str, Any]]] = []
     for job in changed:
@@ -103,7 +108,8 @@ def apply_report(
 ) -> int | None:
     """Apply one attempt's outcome; ignored when not in flight or stale (ADR-0046).
 
-    ``job``: the job's current row when the caller already read it (``report_many``, ADR-0106).
+    ``job``: the job's current row when the caller already read it (``report_many``, ADR-0106); the
+    ``REPORT_COLUMNS`` are enough.
     """
     # J-115
     if job is None:

@@ -36,6 +36,22 @@ JOB_COLUMNS: Final[tuple[str, ...]] = (
     "version",
 )
 JOB_SELECT: Final = ", ".join(JOB_COLUMNS)
+# What applying a batch of reports reads of each job, and what a settled one gives back: the columns the
+# decision, the terminal events and the lifecycle log use; never the payload or the lanes (ADR-0153).
+REPORT_COLUMNS: Final[tuple[str, ...]] = (
+    "id",
+    "binding",
+    "state",
+    "attempts",
+    "max_attempts",
+    "backoff",
+    "run_id",
+    "node_id",
+    "dispatched_at",
+    "cancel_requested_at",
+    "traceparent",
+    "result",
+)
 
 MAX_BOUND_PARAMS: Final = 100  # Durable Object SQL binds at most 100 parameters per statement
 SEQ_PER_MS: Final = 1000  # snapshot seq floor = now_ms * 1000: monotonic even if a job id is re-created
@@ -51,8 +67,8 @@ def seq_floor(now_ms: int) -> int:
     return now_ms * SEQ_PER_MS
 
 
-def job_from_row(row: Row) -> JobRow:
-    return dict(zip(JOB_COLUMNS, row, strict=True))
+def job_from_row(row: Row, columns: tuple[str, ...] = JOB_COLUMNS) -> JobRow:
+    return dict(zip(columns, row, strict=True))
 
 
 def scheduled_lane(run_after: int, priority: float, now_ms: int) -> tuple[int, float]:

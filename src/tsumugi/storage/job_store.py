@@ -107,12 +107,14 @@ class JobStore:
         rows = self.sql.execute(f"SELECT {JOB_SELECT} FROM job WHERE id = ?", (job_id,))
         return job_from_row(rows[0]) if rows else None
 
-    def get_many(self, job_ids: Iterable[str]) -> list[JobRow]:
+    def get_many(self, job_ids: Iterable[str], columns: tuple[str, ...] = JOB_COLUMNS) -> list[JobRow]:
+        """The rows of ``job_ids`` the shard holds, with only ``columns`` (every column by default)."""
         found: list[JobRow] = []
+        select = JOB_SELECT if columns is JOB_COLUMNS else ", ".join(columns)
         for part in chunks(list(job_ids)):
             marks = ", ".join("?" * len(part))
-            rows = self.sql.execute(f"SELECT {JOB_SELECT} FROM job WHERE id IN ({marks})", part)
-            found.extend(job_from_row(r) for r in rows)
+            rows = self.sql.execute(f"SELECT {select} FROM job WHERE id IN ({marks})", part)
+            found.extend(job_from_row(r, columns) for r in rows)
         return found
 
     def state_of(self, job_id: str) -> str | None:
