@@ -119,7 +119,8 @@ OPERATIONS: Final[tuple[Operation, ...]] = (
     Operation("POST", "/api/runs/{id}/events/{event}", "sendRunEvent",
               "Send an event to the run's wait-for-event node; the JSON body is the payload", "EventAccepted",
               errors=(400, 401, 404, 409, 501, 503), params=(_RUN_ID, _EVENT),
-              error_descriptions=_EVENT_REFUSALS),
+              error_descriptions=_EVENT_REFUSALS,
+              alternatives={202: ("EventAccepted", "kept until its node waits (state PENDING)")}),
     Operation("GET", "/api/flows", "listFlows", "Flow names", "FlowList"),
     Operation("GET", "/api/openapi.json", "getOpenApi", "This document", "OpenApiDocument", errors=(401,)),
 )  # fmt: skip
