@@ -155,7 +155,8 @@ def test_a_greetings_run_over_rest(client: httpx.Client) -> None:
         "list",
         "report",
     ]
-    assert client.get("/api/flows").json() == {"flows": ["APPROVAL", "GREETINGS", "NAPPING", "PIPELINE", "TIMED"]}
+    flows = ["APPROVAL", "GREETINGS", "NAPPING", "PIPELINE", "TIMED"]
+    assert client.get("/api/flows").json() == {"flows": flows}
     schedules = client.get("/api/schedules").json()["schedules"]
     assert [entry["name"] for entry in schedules] == ["nightly", "ping-hello", "poll-names"]  # S-21
     bad = client.post("/api/runs", json={"flow": "NOPE", "input": {}})

@@ -1,4 +1,4 @@
-"""``simulate_flow`` with sleep and wait-for-event nodes: events and a simulated clock (ADR-0147, ADR-0148)."""
+"""``simulate_flow`` with sleeps and waits for events: given events and a simulated clock (ADR-0147, 0148)."""
 
 from __future__ import annotations
 
