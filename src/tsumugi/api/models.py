@@ -1,4 +1,4 @@
-"""Request and response bodies as pydantic models; the OpenAPI document is generated from them (A-69..A-71).
+"""Request and response bodies as pydantic models; the OpenAPI document is generated from them.
 
 Field names are the wire names: camelCase request bodies for create, reschedule and start, snake_case
 list and detail bodies, camelCase stats and metrics. Responses also read in Python spellings: snake_case
@@ -30,7 +30,8 @@ JobStateName = Literal["SCHEDULED", "QUEUED", "RUNNING", "COMPLETED", "FAILED", 
 
 
 def integral_to_int(value: int | float) -> int | float:
-    """JS prints an integral number without a fraction (A-10); pydantic would print ``2.0``."""
+    """An integral number prints without a fraction, as JavaScript prints it; pydantic would print ``2.0``."""
+    # A-10
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
@@ -166,7 +167,9 @@ class Created(BaseModel):
 
 
 class RescheduleRequest(BaseModel):
-    """Exactly one of ``runAt`` and ``delayMs`` (A-46)."""
+    """Exactly one of ``runAt`` and ``delayMs``."""
+
+    # A-46
 
     runAt: float | Omitted = None
     delayMs: Annotated[float, Field(ge=0)] | Omitted = None
@@ -174,7 +177,9 @@ class RescheduleRequest(BaseModel):
 
 
 class BulkRequest(BaseModel):
-    """Either ``ids`` (every other field is then ignored) or a filter (A-49)."""
+    """Either ``ids`` (every other field is then ignored) or a filter."""
+
+    # A-49
 
     ids: (
         Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1, max_length=200)] | Omitted

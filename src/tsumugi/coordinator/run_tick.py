@@ -89,7 +89,8 @@ class RunTick:
         await self._rearm(deferred or fresh or projected or not notified, busy)
 
     def _flow_gone(self, run: RunRow, work: TickWork) -> None:
-        """F-35 step 1, F-92 (port: only a RUNNING run fails, and the sweep is still armed)."""
+        """A run whose flow is gone from the app fails, if it is still running; the sweep stays armed."""
+        # F-35 step 1, F-92 (port)
         if run.state != "RUNNING":
             return
         for node in self.c.store.nodes():
@@ -119,7 +120,8 @@ class RunTick:
             wake_due(self.c.store, self.c.waits, self.now, work.touched)
 
     async def _decide(self, applier: DecisionApplier, handled: set[tuple[str, str]]) -> bool:
-        """F-35 step 3; returns True when decisions were deferred to the next tick."""
+        """Decide what every node does next; True when some decisions wait for the next tick."""
+        # F-35 step 3
         applied = 0
         for _ in range(MAX_ROUNDS):
             # One more than the budget left tells "deferred" apart from "all done" (F-35).
@@ -147,7 +149,8 @@ class RunTick:
         return {row.id: row for row in self.c.store.nodes_by_id([d.id for d in decisions])}
 
     async def _dispatch(self, work: TickWork) -> None:
-        """F-35 steps 4-5: enqueue every job, start every child run, then mark what started."""
+        """Enqueue every job, start every child run, then mark what started."""
+        # F-35 steps 4-5
         self.c.store.set_job_ids(work.job_ids, self.now)  # F-41: stored before the enqueue
         for shard, inputs in work.jobs.items():
             await self.c.shards.get(shard).enqueue_many(inputs, self.c.enqueue_settings(shard))
@@ -175,7 +178,8 @@ class RunTick:
                 work.touched.add(start.node_id)
 
     async def _existing_child(self, child_run_id: str) -> str | None:
-        """F-65 (port): a resumed parent resumes its FAILED child; a finished child is mirrored at once."""
+        """A resumed parent resumes its failed child run; a finished child is mirrored at once."""
+        # F-65 (port)
         peer = self.c.runs.get(child_run_id)
         state = await peer.state()
         if state == "FAILED":
@@ -184,7 +188,8 @@ class RunTick:
         return state if state in ("COMPLETED", "CANCELLED") else None
 
     def _settle(self, loaded: RunRow, run: RunRow, state: str, work: TickWork) -> None:
-        """F-35 step 6: persist a changed run state and snapshot what moved."""
+        """Store a changed run state and snapshot what moved."""
+        # F-35 step 6
         if state != run.state:
             self.c.store.update_run(self.now, state=state)
             self.c.snapshot_run()
@@ -194,7 +199,8 @@ class RunTick:
             self.c.snapshot_nodes(work.touched)
 
     async def _project(self) -> bool:
-        """F-35 step 7; True when a full batch went out (more may be waiting)."""
+        """Project the outbox into the read model; True when a full batch went out (more may be waiting)."""
+        # F-35 step 7
         rows = self.c.outbox.read()
         if not rows:
             return False
@@ -241,7 +247,8 @@ class RunTick:
         return True
 
     async def _rearm(self, now_again: bool, busy: bool) -> None:
-        """F-35 step 9."""
+        """Arm the run's alarm at its next due instant."""
+        # F-35 step 9
         run = self.c.store.run()
         assert run is not None
         if now_again:

@@ -1,9 +1,11 @@
-"""Wrangler configuration fragments for the bindings Tsumugi needs, in JSONC and TOML (C-17, C-18).
+"""Wrangler configuration fragments for the bindings Tsumugi needs, in JSONC and TOML.
 
-The one place that renders them: the configuration report of the REST 503 and the typed paths (A-75,
-J-206), ``tsumugi init``, ``tsumugi add-performer`` and ``tsumugi doctor`` all print what this returns.
-A binding is given in the MissingBinding shape of A-74: ``{"kind", "name", "className"?}``.
+The one place that renders them: the configuration report of the REST 503 and the typed paths,
+``tsumugi init``, ``tsumugi add-performer`` and ``tsumugi doctor`` all print what this returns.
+A binding is given in the shape of a missing binding in that report: ``{"kind", "name", "className"?}``.
 """
+
+# C-17, C-18: the fragments; A-72..A-75, J-206: the report that prints them.
 
 from __future__ import annotations
 
@@ -38,7 +40,8 @@ QUEUE_MAX_RETRIES: Final = 5  # Queues' own redelivery only; Tsumugi retries liv
 
 
 def required_bindings(*, flows: bool, schedules: bool) -> list[dict[str, str]]:
-    """The bindings of A-72 in their report order: RUN with flows, SCHEDULER with schedules."""
+    """The bindings an app needs, in their report order: RUN with flows, SCHEDULER with schedules."""
+    # A-72
     required = [dict(JOB_SHARD), dict(TSUMUGI_DB), dict(TSUMUGI_QUEUE)]
     if flows:
         required.append(dict(RUN))
@@ -49,8 +52,9 @@ def required_bindings(*, flows: bool, schedules: bool) -> list[dict[str, str]]:
 
 @dataclass(frozen=True)
 class FragmentValues:
-    """What fills the blocks; each ``None`` renders the C-17 placeholder and its guidance comment."""
+    """What fills the blocks; each ``None`` renders a placeholder and a comment saying what to put there."""
 
+    # C-17: the placeholders
     database_name: str = "<database>"
     database_id: str | None = None
     queue: str = "<queue>"
@@ -72,7 +76,8 @@ class FragmentBlock:
 def fragment_blocks(
     bindings: Sequence[Mapping[str, Any]], values: FragmentValues | None = None
 ) -> list[FragmentBlock]:
-    """The blocks for ``bindings`` in the fixed kind order of C-17 (durable-object, d1, queue, ...)."""
+    """The blocks for ``bindings`` in a fixed order of kinds (durable-object, d1, queue, ...)."""
+    # C-17
     values = values or FragmentValues()
     by_kind: dict[str, list[Mapping[str, Any]]] = {kind: [] for kind in KIND_ORDER}
     for entry in bindings:
