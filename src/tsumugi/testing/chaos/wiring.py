@@ -84,8 +84,7 @@ class ChaosWiring(EngineWiring):
         return store
 
     def read_model(self, path: Path) -> Any:
-        # Inline: the same seed must replay the same history, whatever a writer thread's timing (ADR-0152).
-        return self.faults.database(SqliteDatabase(path, inline_writes=True), label=path.name)
+        return self.faults.database(SqliteDatabase(path), label=path.name)
 
     def job_shard(self, name: str, sql: SqlExecutor, alarm: AlarmPort, runtime: LocalRuntime) -> Any:
         return ChaosCoordinator(super().job_shard(name, sql, alarm, runtime), name, self.injector)
