@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         SweepOptions,
     )
     from tsumugi.core.cron import next_cron_at, parse_cron
+    from tsumugi.core.enqueue_keys import EnqueueOutcome
     from tsumugi.core.flow.model import Flow
     from tsumugi.core.ids import (
         format_job_id,
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
         InvalidRunIdError,
         InvalidScheduleError,
         InvalidTransitionError,
+        JobDroppedError,
         MissingBindingsError,
         PermanentFailure,
         RequiredKeyError,
@@ -92,6 +94,7 @@ _ORIGINS: dict[str, str] = {
     "JobState": "tsumugi.core.states",
     "EnqueueInput": "tsumugi.core.options",
     "EnqueueOptions": "tsumugi.core.options",
+    "EnqueueOutcome": "tsumugi.core.enqueue_keys",
     "create_flow": "tsumugi.flows",
     "FlowBuilder": "tsumugi.flows",
     "configure_logging": "tsumugi.logging",
@@ -128,6 +131,7 @@ _ORIGINS: dict[str, str] = {
             "InvalidRunIdError",
             "InvalidScheduleError",
             "InvalidTransitionError",
+            "JobDroppedError",
             "MissingBindingsError",
             "PermanentFailure",
             "RequiredKeyError",
@@ -148,6 +152,7 @@ __all__ = [
     "EnqueueError",
     "EnqueueInput",
     "EnqueueOptions",
+    "EnqueueOutcome",
     "ExponentialBackoff",
     "FixedBackoff",
     "FixedClock",
@@ -164,6 +169,7 @@ __all__ = [
     "InvalidScheduleError",
     "InvalidTransitionError",
     "JobContext",
+    "JobDroppedError",
     "JobState",
     "LocalRuntime",
     "MissingBindingsError",
