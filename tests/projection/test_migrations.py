@@ -9,7 +9,13 @@ from pathlib import Path
 from tsumugi.runtimes.local.sql_database import SqliteDatabase, apply_migrations, default_migrations_dir
 from tsumugi.storage.read_model_jobs import DETAIL_COLUMNS, SUMMARY_COLUMNS
 from tsumugi.storage.read_model_runs import NODE_COLUMNS, RUN_DETAIL_COLUMNS
-from tsumugi.storage.read_model_schema import EXPECTED_MIGRATIONS, JOB_COLUMNS, RUN_COLUMNS, RUN_NODE_COLUMNS
+from tsumugi.storage.read_model_schema import (
+    EXPECTED_MIGRATIONS,
+    JOB_COLUMNS,
+    RUN_COLUMNS,
+    RUN_NODE_COLUMNS,
+    RUN_NODE_WAIT_COLUMNS,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,7 +62,11 @@ def test_columns_equal_what_projection_writes_and_queries_read(tmp_path: Path) -
     for listed in (SUMMARY_COLUMNS, DETAIL_COLUMNS):
         assert {c.strip() for c in listed.split(",")} <= set(JOB_COLUMNS)
     assert {c.strip() for c in RUN_DETAIL_COLUMNS.split(",")} <= set(RUN_COLUMNS)
-    assert {c.strip() for c in NODE_COLUMNS.split(",")} <= set(RUN_NODE_COLUMNS)
+    # ADR-0155: node columns come from run_node (n.) or from the wait side table (w.), made on demand.
+    node_columns = [c.strip().split(".") for c in NODE_COLUMNS.split(",")]
+    assert {c for t, c in node_columns if t == "n"} <= set(RUN_NODE_COLUMNS)
+    assert {c for t, c in node_columns if t == "w"} <= set(RUN_NODE_WAIT_COLUMNS)
+    assert {t for t, _ in node_columns} == {"n", "w"}
     # D-1 types and nullability
     assert (
         job["id"][0] == "TEXT"

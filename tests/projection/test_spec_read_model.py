@@ -101,10 +101,6 @@ def test_each_migration_adds_exactly_what_its_rule_states() -> None:
     _apply(conn, "0008_add_progress.sql")  # D-8
     assert _columns(conn, "job")[-1] == ("progress", "REAL", False, 0)
     assert len(_columns(conn, "job")) == len(JOB_0001) + 4  # D-2, D-3, D-6, D-8
-    _apply(conn, "0009_add_flow_waits.sql")  # ADR-0147
-    assert _columns(conn, "run_node")[-3:] == [
-        ("wait", "TEXT", False, 0), ("wait_event", "TEXT", False, 0), ("wake_at", "INTEGER", False, 0),
-    ]  # fmt: skip
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert tables == {"job", "run", "run_node"}  # the package owns no ledger schema (D-11)
     # D-1: IF NOT EXISTS everywhere, so the CREATE-only files re-apply as no-ops.

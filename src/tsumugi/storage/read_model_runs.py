@@ -3,16 +3,21 @@
 
 from __future__ import annotations
 
-from typing import Final
+import weakref
+from typing import Any, Final
 
 from tsumugi.ports import SqlDatabase, SqlValue
+from tsumugi.storage.read_model_schema import RUN_NODE_WAIT_DDL
 
 RUN_SUMMARY_COLUMNS: Final = "id, flow, state, node_total, node_done, node_failed, created_at, updated_at"
 RUN_DETAIL_COLUMNS: Final = RUN_SUMMARY_COLUMNS + ", input, parent_run_id, parent_node_id"
 NODE_COLUMNS: Final = (
-    "node_id, binding, state, container, parent, origin, after, job_id, child_run_id, result, error, "
-    "position, created_at, updated_at, wait, wait_event, wake_at"
+    "n.node_id, n.binding, n.state, n.container, n.parent, n.origin, n.after, n.job_id, n.child_run_id, "
+    "n.result, n.error, n.position, n.created_at, n.updated_at, w.wait, w.wait_event, w.wake_at"
 )
+# ADR-0155: the wait side table is made on demand; a reader makes it too, once per database, so the join
+# never meets a missing table.
+_WAIT_TABLE_READY: weakref.WeakSet[Any] = weakref.WeakSet()
 
 Row = dict[str, SqlValue]
 
@@ -45,7 +50,12 @@ async def get_run(db: SqlDatabase, run_id: str) -> tuple[Row, list[Row]] | None:
     rows = await db.all(f"SELECT {RUN_DETAIL_COLUMNS} FROM run WHERE id = ?", (run_id,))
     if not rows:
         return None
+    if db not in _WAIT_TABLE_READY:
+        await db.batch([(RUN_NODE_WAIT_DDL, ())])
+        _WAIT_TABLE_READY.add(db)
     nodes = await db.all(
-        f"SELECT {NODE_COLUMNS} FROM run_node WHERE run_id = ? ORDER BY position ASC", (run_id,)
+        f"SELECT {NODE_COLUMNS} FROM run_node n LEFT JOIN run_node_wait w "
+        "ON w.run_id = n.run_id AND w.node_id = n.node_id WHERE n.run_id = ? ORDER BY n.position ASC",
+        (run_id,),
     )
     return rows[0], nodes

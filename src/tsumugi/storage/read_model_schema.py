@@ -15,7 +15,6 @@ EXPECTED_MIGRATIONS: Final[tuple[str, ...]] = (
     "0006_add_run_after.sql",
     "0007_add_key_indexes.sql",
     "0008_add_progress.sql",
-    "0009_add_flow_waits.sql",
 )
 
 # J-193: every D1 `job` column, in the order the upsert binds them.
@@ -77,11 +76,18 @@ RUN_NODE_COLUMNS: Final[tuple[str, ...]] = (
     "position",
     "created_at",
     "updated_at",
-    "wait",  # ADR-0147
-    "wait_event",
-    "wake_at",
 )
 RUN_NODE_FROZEN_COLUMNS: Final = frozenset({"run_id", "node_id", "created_at", "binding"})
+
+# ADR-0155: what a sleep or wait-for-event node waits for lives beside ``run_node``, in a table created on
+# demand like the local metrics: the shipped migrations stay the original's eight (D-10), so the migration
+# check and its 503 text are unchanged.
+RUN_NODE_WAIT_COLUMNS: Final[tuple[str, ...]] = ("run_id", "node_id", "seq", "wait", "wait_event", "wake_at")
+RUN_NODE_WAIT_DDL: Final = (
+    "CREATE TABLE IF NOT EXISTS run_node_wait (run_id TEXT NOT NULL, node_id TEXT NOT NULL, "
+    "seq INTEGER NOT NULL, wait TEXT NOT NULL, wait_event TEXT, wake_at INTEGER, "
+    "PRIMARY KEY (run_id, node_id))"
+)
 
 TERMINAL_JOB_STATES: Final[tuple[str, ...]] = ("COMPLETED", "FAILED", "CANCELLED", "STALLED")
 ALL_JOB_STATES: Final[tuple[str, ...]] = (

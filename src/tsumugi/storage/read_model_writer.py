@@ -16,6 +16,8 @@ from tsumugi.storage.read_model_schema import (
     RUN_FROZEN_COLUMNS,
     RUN_NODE_COLUMNS,
     RUN_NODE_FROZEN_COLUMNS,
+    RUN_NODE_WAIT_COLUMNS,
+    RUN_NODE_WAIT_DDL,
     TERMINAL_JOB_STATES,
     upsert_sql,
 )
@@ -25,6 +27,9 @@ UPSERT_JOB_SQL: Final = upsert_sql("job", JOB_COLUMNS, ("id",), JOB_FROZEN_COLUM
 UPSERT_RUN_SQL: Final = upsert_sql("run", RUN_COLUMNS, ("id",), RUN_FROZEN_COLUMNS)
 UPSERT_RUN_NODE_SQL: Final = upsert_sql(
     "run_node", RUN_NODE_COLUMNS, ("run_id", "node_id"), RUN_NODE_FROZEN_COLUMNS
+)
+UPSERT_RUN_NODE_WAIT_SQL: Final = upsert_sql(
+    "run_node_wait", RUN_NODE_WAIT_COLUMNS, ("run_id", "node_id"), frozenset({"run_id", "node_id"})
 )
 # D-9: one sweep run deletes at most `limit` terminal rows; the state index finds them.
 SWEEP_JOBS_SQL: Final = (
@@ -89,6 +94,11 @@ def run_node_row(snapshot: Mapping[str, Any]) -> tuple[SqlValue, ...]:
     return tuple(_sql_value(values.get(column)) for column in RUN_NODE_COLUMNS)
 
 
+def run_node_wait_row(snapshot: Mapping[str, Any]) -> tuple[SqlValue, ...]:
+    """Bind values for what a waiting node waits for (ADR-0155)."""
+    return tuple(_sql_value(snapshot.get(column)) for column in RUN_NODE_WAIT_COLUMNS)
+
+
 class D1ReadModelWriter:
     """``ports.ReadModelWriter`` over any ``SqlDatabase`` (D1 or the local SQLite file).
 
@@ -110,8 +120,16 @@ class D1ReadModelWriter:
             await self._db.batch([(UPSERT_RUN_SQL, run_row(s)) for s in snapshots])
 
     async def upsert_run_nodes(self, snapshots: Sequence[Mapping[str, Any]]) -> None:
-        if snapshots:
-            await self._db.batch([(UPSERT_RUN_NODE_SQL, run_node_row(s)) for s in snapshots])
+        if not snapshots:
+            return
+        statements: list[tuple[str, Sequence[SqlValue]]] = [
+            (UPSERT_RUN_NODE_SQL, run_node_row(s)) for s in snapshots
+        ]
+        waits = [s for s in snapshots if s.get("wait") is not None]
+        if waits:  # ADR-0155: the side table exists once a run has waited
+            statements.append((RUN_NODE_WAIT_DDL, ()))
+            statements += [(UPSERT_RUN_NODE_WAIT_SQL, run_node_wait_row(s)) for s in waits]
+        await self._db.batch(statements)
 
     async def delete_terminal_jobs(self, before_ms: int, limit: int) -> int:
         """Delete at most ``limit`` terminal job rows last updated before ``before_ms``."""
