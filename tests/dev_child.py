@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -58,11 +59,14 @@ class DevProcess:
         args = [sys.executable, "-m", "tsumugi.cli.main", "dev"]
         args += [app] if app else []
         args += ["--port", str(self.port), "--state-dir", str(state_dir), *options]
+        # A file, not a pipe: a child that logs a line per job transition (the default INFO level) would
+        # block on a full pipe that nobody reads until it exits.
+        self._output = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
         self.process = subprocess.Popen(
             args,
             env={**os.environ, **env},
             cwd=state_dir.parent,
-            stdout=subprocess.PIPE,
+            stdout=self._output,
             stderr=subprocess.STDOUT,
             text=True,
         )
@@ -74,16 +78,26 @@ class DevProcess:
 
     def kill(self) -> None:
         self.process.kill()  # SIGKILL: no cleanup at all, like a crash
-        self.process.communicate(timeout=10)  # reap it and close the pipe
+        self.process.wait(timeout=10)  # reap it
+        self._output.close()
 
     def terminate(self, signum: int = signal.SIGTERM) -> tuple[int, str]:
         self.process.send_signal(signum)
-        output, _ = self.process.communicate(timeout=30)
+        self.process.wait(timeout=30)
+        output = self.output()
+        self._output.close()
         return self.process.returncode, output
+
+    def output(self) -> str:
+        """What the child printed so far."""
+        if self._output.closed:
+            return ""
+        self._output.seek(0)
+        return self._output.read()
 
     def _healthy(self) -> bool:
         if self.process.poll() is not None:
-            output = self.process.stdout.read() if self.process.stdout else ""
+            output = self.output()
             raise AssertionError(f"tsumugi dev exited with {self.process.returncode}:\n{output}")
         try:
             return httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200

@@ -67,6 +67,8 @@ def test_lists_filters_and_sorts_jobs(dash: Any, api: Any, shot: Any) -> None:
     with dash.expect_request(lambda r: "sort=binding" in r.url and "order=asc" in r.url):
         dash.locator("th.col-binding button.sort").click()
     expect(dash.locator("th.col-binding")).to_have_attribute("aria-sort", "ascending")
+    # The header turns before the sorted page renders: wait (retrying) for Boom to lead the list.
+    expect(rows(dash).first.locator("td.col-binding")).to_contain_text("Boom")
     bindings = [t.split("\n")[0].strip() for t in rows(dash).locator("td.col-binding").all_inner_texts()]
     assert bindings == sorted(bindings)
     shot(dash, "sorted-binding-asc")

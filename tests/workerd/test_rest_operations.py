@@ -93,6 +93,7 @@ OPERATION_IDS: Final = {
     "bulkCancelJobs", "listBindings", "getMetrics", "getStats", "getDiagnostics", "listSchedules",
     "listRuns", "startRun", "getRun", "retryRun", "cancelRun", "listFlows", "getOpenApi",
     "updateBindingPolicy", "resetBindingPolicy",  # A-26 superseded: J-176's two routes are documented too
+    "sendRunEvent", "startBulkAction", "getBulkAction",  # ADR-0148, ADR-0151: routes beyond the original
 }  # fmt: skip
 
 

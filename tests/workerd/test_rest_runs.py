@@ -44,8 +44,25 @@ def test_malformed_run_ids(workers: Workers, run_id: str) -> None:
 
 RUN_KEYS: Final = {"id", "flow", "state", "node_total", "node_done", "node_failed", "created_at",
                    "updated_at"}  # fmt: skip
-NODE_KEYS: Final = {"id", "binding", "state", "container", "parent", "origin", "after", "job_id",
-                    "child_run_id", "result", "error", "position", "created_at", "updated_at"}  # fmt: skip
+NODE_KEYS: Final = {
+    "id",
+    "binding",
+    "state",
+    "container",
+    "parent",
+    "origin",
+    "after",
+    "job_id",
+    "child_run_id",
+    "result",
+    "error",
+    "position",
+    "created_at",
+    "updated_at",
+    "wait",
+    "wait_event",
+    "wake_at",
+}  # fmt: skip  (ADR-0147: what a waiting node waits for)
 NODE_DONE: Final = {"COMPLETED", "FAILED", "CANCELLED", "STALLED", "SKIPPED"}
 
 
