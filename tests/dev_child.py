@@ -37,7 +37,7 @@ def wait_for(condition: Callable[[], Any], deadline_s: float, what: str) -> Any:
             return value
         if time.monotonic() > give_up_at:
             raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(POLL_INTERVAL_S)  # sleep-ok: polling a child process with a deadline
+        time.sleep(POLL_INTERVAL_S)  # polling a child process with a deadline (noqa: sleep-ok)
 
 
 class DevProcess:

@@ -27,4 +27,4 @@ async def until(
             return value
         if time.monotonic() > give_up_at:
             raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(interval_s)  # sleep-ok: other tasks do the work, with a deadline
+        await asyncio.sleep(interval_s)  # other tasks do the work, with a deadline (noqa: sleep-ok)

@@ -91,7 +91,7 @@ def serve(app: Any) -> Iterator[str]:
     while not server.started:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("uvicorn did not start")
-        time.sleep(0.01)  # sleep-ok: waiting for uvicorn to bind, bounded by a deadline
+        time.sleep(0.01)  # waiting for uvicorn to bind, bounded by a deadline (noqa: sleep-ok)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
@@ -145,7 +145,7 @@ def serve_runtime(state_dir: Path) -> Iterator[str]:
         servers.append(server)
         serving = asyncio.ensure_future(server.serve(sockets=[sock]))
         while not server.started and not serving.done():
-            await asyncio.sleep(0.01)  # sleep-ok: uvicorn binding, in its own loop
+            await asyncio.sleep(0.01)  # uvicorn binding, in its own loop (noqa: sleep-ok)
         ready.set()
         try:
             await serving

@@ -93,7 +93,7 @@ class Recording(Performer):
                         raise RuntimeError("cancelled")
                     if gate.is_set():
                         break
-                    await asyncio.sleep(0.002)  # sleep-ok: a performer polling its request
+                    await asyncio.sleep(0.002)  # a performer polling its request (noqa: sleep-ok)
             for child_id, child_binding, child_payload in spec.get("spawn", []):
                 ctx.spawn(child_id, child_binding, child_payload)
             if "gate" in spec:
@@ -208,7 +208,7 @@ class Local:
             if self.clock.now() - began >= max_ms:
                 raise AssertionError(f"{what} did not happen within {max_ms} ms of clock time")
             await self.advance(step_ms)
-            await asyncio.sleep(0.01)  # sleep-ok: let the runtime's tasks see the new time
+            await asyncio.sleep(0.01)  # let the runtime's tasks see the new time (noqa: sleep-ok)
         return self.clock.now() - began
 
     def open(self, gate: str) -> None:

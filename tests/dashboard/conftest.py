@@ -110,7 +110,7 @@ def _wait_until_listening(process: subprocess.Popen[bytes], base_url: str, log: 
             httpx.get(f"{base_url}/", timeout=1.0)
             return
         except httpx.TransportError:
-            time.sleep(0.1)  # sleep-ok: a child process binding its socket; bounded above
+            time.sleep(0.1)  # a child process binding its socket; bounded above (noqa: sleep-ok)
     pytest.skip(f"tsumugi dev did not listen on {base_url} within {SERVER_START_TIMEOUT_S:.0f} s")
 
 
@@ -216,7 +216,7 @@ class ApiHelper:
         deadline = time.monotonic() + timeout_s
         state = self.job_state(job_id)
         while state not in states and time.monotonic() < deadline:
-            time.sleep(0.2)  # sleep-ok: the read model lags the coordinator, A-41; bounded above
+            time.sleep(0.2)  # the read model lags the coordinator, A-41; bounded above (noqa: sleep-ok)
             state = self.job_state(job_id)
         assert state in states, f"{job_id} is {state}, expected one of {sorted(states)}"
         return str(state)

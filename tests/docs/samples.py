@@ -263,7 +263,7 @@ def _serve(block: Block, session: Session) -> None:
         if server.poll() is not None or time.monotonic() > give_up_at:
             failed = f"{block.where}: `{command}` did not start listening"
             raise AssertionError(failed + _server_logs(session))
-        time.sleep(0.05)  # sleep-ok: a child process starts; bounded by SERVE_DEADLINE_S
+        time.sleep(0.05)  # a child process starts; bounded by SERVE_DEADLINE_S (noqa: sleep-ok)
 
 
 def _listening(port: int) -> bool:

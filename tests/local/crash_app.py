@@ -28,7 +28,7 @@ class Sleepy(Performer):
         with open(os.environ["CRASH_LOG"], "a", encoding="utf-8") as log:
             log.write(f"start {ctx.job_id}\n")
         while os.environ.get("CRASH_HANG") == "1":
-            await asyncio.sleep(0.05)  # sleep-ok: the performer is meant to hang until killed
+            await asyncio.sleep(0.05)  # the performer is meant to hang until killed (noqa: sleep-ok)
         return {"done": ctx.job_id}
 
 

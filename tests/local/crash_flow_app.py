@@ -25,7 +25,7 @@ class Sleepy(Performer):
         with open(os.environ["CRASH_LOG"], "a", encoding="utf-8") as log:
             log.write(f"start {payload['node']}\n")
         while os.environ.get("CRASH_HANG") == "1" and payload["node"].startswith("each-"):
-            await asyncio.sleep(0.05)  # sleep-ok: the performer hangs until the process is killed
+            await asyncio.sleep(0.05)  # the performer hangs until the process is killed (noqa: sleep-ok)
         return {"node": payload["node"]}
 
 

@@ -33,7 +33,7 @@ class Logged(Performer):
         finally:
             os.close(fd)
         work_s = float(os.environ.get("SOAK_WORK_S", "0"))
-        await asyncio.sleep(work_s)  # sleep-ok: the performer's work, so that kills land in it
+        await asyncio.sleep(work_s)  # the performer's work, so that kills land in it (noqa: sleep-ok)
 
 
 tsumugi = define_tsumugi(

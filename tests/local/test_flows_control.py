@@ -34,7 +34,7 @@ class Held(Performer):
     async def perform(self, payload: Any, ctx: JobContext) -> str:
         STARTED.set()
         while not (await ctx.heartbeat()).cancel_requested:
-            await asyncio.sleep(0.01)  # sleep-ok: a performer waiting to be cancelled
+            await asyncio.sleep(0.01)  # a performer waiting to be cancelled (noqa: sleep-ok)
         return "stopped"
 
 

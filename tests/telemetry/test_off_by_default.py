@@ -26,7 +26,7 @@ RUN_A_JOB = textwrap.dedent(
             for _ in range(5000):
                 if await shard.state_of(job_id) == "COMPLETED":
                     break
-                await asyncio.sleep(0.002)  # sleep-ok: the runtime's tasks do the work
+                await asyncio.sleep(0.002)  # the runtime's tasks do the work (noqa: sleep-ok)
             assert await shard.state_of(job_id) == "COMPLETED"
 
     asyncio.run(main())

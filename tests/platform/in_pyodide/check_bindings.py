@@ -92,7 +92,7 @@ async def test_queue_producer_sends_in_batches_of_at_most_100() -> None:
             assert "no such table" in str(error)
         if len(delivered) >= len(messages):
             break
-        await asyncio.sleep(0.05)  # sleep-ok: polling a real Queue delivery, bounded by a deadline
+        await asyncio.sleep(0.05)  # polling a real Queue delivery, bounded by a deadline (noqa: sleep-ok)
     bodies = sorted(str(row["body"]) for row in delivered)
     assert len(bodies) == 150
     assert '{"jobId":"Hello#0:m0000","attempt":1,"n":0}' in bodies
