@@ -1,7 +1,8 @@
 """The app the operator-command tests serve with a real ``tsumugi dev`` (copied next to it as ``myapp.py``).
 
 ``Ok`` succeeds (and logs at DEBUG), ``Fails`` always fails, ``Sleeps`` runs until asked to stop.
-``FAILING`` is one failing node; ``WAITING`` is one node an hour away, so the run stays RUNNING.
+``FAILING`` is one failing node; ``WAITING`` is one node an hour away, so the run stays RUNNING;
+``APPROVAL`` waits for the event ``order.approved``, then echoes its payload.
 """
 
 import asyncio
@@ -50,8 +51,14 @@ def WAITING(f):
     f.node("later", "Ok", input=lambda i, d: {}, delay_ms=HOUR_MS)
 
 
+@flow
+def APPROVAL(f):
+    approval = f.wait_for_event("approval", event="order.approved")
+    f.node("ship", "Ok", after={"approval": approval}, input=lambda i, d: d["approval"])
+
+
 tsumugi = define_tsumugi(
     performers=PERFORMERS,
-    flows={"FAILING": FAILING, "WAITING": WAITING},
+    flows={"APPROVAL": APPROVAL, "FAILING": FAILING, "WAITING": WAITING},
     auth=bearer_auth(lambda env: getattr(env, "TSUMUGI_TOKEN", None)),
 )

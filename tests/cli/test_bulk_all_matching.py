@@ -69,3 +69,33 @@ def test_a_cap_stops_the_action(operator: Tsumugi) -> None:
     assert outcome.code == 0, outcome.err
     answer = json.loads(outcome.out)
     assert (answer["state"], answer["matched"], answer["done"]) == ("done", 2, 2)
+
+
+def test_reschedule_all_matching_moves_every_scheduled_job(operator: Tsumugi) -> None:
+    # issue 16: reschedule over a whole filter, from the CLI
+    for _ in range(3):
+        operator("enqueue", "Ok", "{}", "--delay-ms", HOUR_MS, "--concurrency-key", "moved")
+    _listed(operator, "moved", 3)
+    counted = operator(
+        "jobs", "reschedule", "--all-matching", "--concurrency-key", "moved", "--delay-ms", "0", "--dry-run"
+    )
+    assert (counted.code, counted.out) == (0, "3 jobs match\n"), counted.err
+    outcome = operator(
+        "jobs", "reschedule", "--all-matching", "--concurrency-key", "moved", "--delay-ms", "0",
+        "--priority", "7", "--yes",
+    )  # fmt: skip
+    assert (outcome.code, outcome.out) == (0, "reschedule: 3 of 3 jobs, 0 refused\n"), outcome.err
+
+    def all_completed() -> bool | None:
+        return True if _states(operator, "moved") == {"COMPLETED": 3} else None
+
+    wait_for(all_completed, DEADLINE_S, "the rescheduled jobs run now, not in an hour")
+
+
+def test_reschedule_takes_an_id_or_all_matching_with_a_filter(operator: Tsumugi) -> None:
+    both = operator("jobs", "reschedule", "some-id", "--all-matching", "--binding", "Ok", "--delay-ms", "0")
+    assert (both.code, both.err) == (1, "tsumugi: --all-matching takes a filter, not a job id\n")
+    filtered = operator("jobs", "reschedule", "--binding", "Ok", "--delay-ms", "0")
+    assert (filtered.code, filtered.err) == (1, "tsumugi: a filter needs --all-matching; otherwise give one id\n")
+    neither = operator("jobs", "reschedule", "--delay-ms", "0")
+    assert (neither.code, neither.err) == (1, "tsumugi: name the job, or give --all-matching and a filter\n")

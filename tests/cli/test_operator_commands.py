@@ -297,3 +297,24 @@ def test_the_console_command_exits_with_the_documented_code(operator_server: Dev
     ]
     finished = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     assert finished.returncode == 3 and "the token was refused" in finished.stderr
+
+
+def test_runs_event_completes_the_waiting_node(operator: Tsumugi, operator_server: DevProcess) -> None:
+    # issue 16: `tsumugi runs event` sends the event a wait-for-event node waits for
+    with TsumugiClient(operator_server.url, OPERATOR_TOKEN) as client:
+        run_id = client.start_run("APPROVAL", None)
+    _until_run_state(operator, run_id, "RUNNING")
+    bad = operator("runs", "event", run_id, "order.approved", "{not json")
+    assert bad.code == 1 and bad.err.startswith("tsumugi: ")
+    sent = operator("runs", "event", run_id, "order.approved", '{"by": "ops"}')
+    assert sent.code == 0, sent.err
+    assert sent.out in ("node approval took event order.approved\n",
+                        "event order.approved is kept until node approval waits for it\n")  # fmt: skip
+    done = _until_run_state(operator, run_id, "COMPLETED")
+    ship = next(node for node in done["nodes"] if node["id"] == "ship")
+    shipped = json.loads(operator("jobs", "show", ship["job_id"], "--json").out)
+    assert json.loads(shipped["job"]["result"]) == {"echo": {"by": "ops"}}  # the payload was its input
+    again = operator("runs", "event", run_id, "order.approved", "{}")
+    assert (again.code, again.err) == (4, "tsumugi: event order.approved was refused: already satisfied\n")
+    missing = operator("runs", "event", "APPROVAL:nowhere", "order.approved")
+    assert (missing.code, missing.err) == (4, "tsumugi: no run APPROVAL:nowhere\n")

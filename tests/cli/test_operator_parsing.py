@@ -21,7 +21,7 @@ def test_the_usage_lists_the_operator_commands_and_the_exit_codes(tsumugi: Tsumu
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
-        (("jobs", "--help"), "  jobs reschedule ID --delay-ms N | --run-at WHEN  "),
+        (("jobs", "--help"), "  jobs reschedule [ID] [filters] --delay-ms N | --run-at WHEN  "),
         (("runs", "-h"), "  runs resume ID  "),
         (("jobs", "list", "--help"), "usage: tsumugi jobs list [--state STATE]"),
         (("--url", "http://h", "jobs", "retry", "--help"), "usage: tsumugi jobs retry"),

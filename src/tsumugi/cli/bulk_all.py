@@ -1,4 +1,4 @@
-"""``tsumugi jobs retry|cancel --all-matching``: every job a filter matches, through POST /api/bulk.
+"""``tsumugi jobs retry|cancel|reschedule --all-matching``: every job a filter matches (POST /api/bulk).
 
 The server counts first (a dry run), the command says the count and asks before it acts unless
 ``--yes``; then it polls the action's progress, drawing the bar, until the action is done (ADR-0151).
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from tsumugi.cli.bulk_pages import Progress
@@ -17,6 +17,7 @@ from tsumugi.cli.server_connection import ExitCode, OperatorError, Server
 from tsumugi.cli.text_output import json_text
 from tsumugi.rest_client import TsumugiClient
 
+PROGRESSIVE: Final = {"retry": "retrying", "cancel": "cancelling", "reschedule": "rescheduling"}
 POLL_WAIT_S: Final = 0.2  # every poll also runs a batch when no one else is, so polls need not wait long
 
 
@@ -42,11 +43,14 @@ def run(
     server: Server,
     args: argparse.Namespace,
     verb: str,
-    filters: dict[str, Any],
+    filters: Mapping[str, object],
     ask: Callable[[str], str] = input,
     sleep: Callable[[float], None] = time.sleep,
+    *,
+    options: Mapping[str, object] | None = None,
 ) -> int:
-    body: dict[str, Any] = {"action": verb, "filter": filters}
+    """Count, ask, act and follow; ``options`` are the action's own fields (a reschedule's time)."""
+    body: dict[str, Any] = {"action": verb, "filter": dict(filters), **(options or {})}
     if args.cap is not None:
         body["cap"] = args.cap
     if getattr(args, "include_running", False):
@@ -61,7 +65,7 @@ def run(
         if ask(f"{verb} {matched} jobs? [y/N] ").strip().lower() not in ("y", "yes"):
             sys.stdout.write("nothing done\n")
             return ExitCode.OK
-    progress = Progress(sys.stderr, {"retry": "retrying", "cancel": "cancelling"}.get(verb, verb))
+    progress = Progress(sys.stderr, PROGRESSIVE.get(verb, verb))
     state = client.start_bulk(**body)
     while state["state"] != "done":
         progress.update(int(state["done"]) + int(state["failed"]), int(state["matched"]))

@@ -62,6 +62,14 @@ def _add_arguments(parser: argparse.ArgumentParser, action: _Action, states: Seq
     parser.add_argument("job_ids", nargs="*", metavar="ID", help=f"the jobs to {action.verb}")
     accepted = " or ".join(states)
     parser.add_argument("--state", type=one_of(states), help=f"only jobs in this state ({accepted})")
+    add_filter_arguments(parser)
+    parser.add_argument("--all", action="store_true", help=f"every {accepted} job, with no filter")
+    bulk_all.add_arguments(parser, cancel=action is CANCEL)
+    add_server_options(parser)
+
+
+def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
+    """The list filters every bulk action takes, but the state (each action names its own)."""
     parser.add_argument("--binding", help="only this performer's jobs")
     parser.add_argument("--unique-key", metavar="KEY", help="only jobs with this unique key")
     parser.add_argument("--concurrency-key", metavar="KEY", help="only jobs with this concurrency key")
@@ -72,13 +80,15 @@ def _add_arguments(parser: argparse.ArgumentParser, action: _Action, states: Seq
         help="created at or after WHEN (epoch ms or ISO 8601)",
     )
     parser.add_argument("--created-to", type=epoch_ms, metavar="WHEN", help="created at or before WHEN")
-    parser.add_argument("--all", action="store_true", help=f"every {accepted} job, with no filter")
-    bulk_all.add_arguments(parser, cancel=action is CANCEL)
-    add_server_options(parser)
+
+
+def filters_of(args: argparse.Namespace) -> dict[str, object]:
+    """The filters given on the command line, by their REST names."""
+    return {name: getattr(args, name) for name in FILTERS if getattr(args, name, None) is not None}
 
 
 def _change(client: TsumugiClient, server: Server, args: argparse.Namespace, action: _Action) -> int:
-    filters = {name: getattr(args, name) for name in FILTERS if getattr(args, name) is not None}
+    filters = filters_of(args)
     if args.job_ids and (filters or args.all):
         raise OperatorError("give job ids or a filter, not both", ExitCode.USAGE)
     if not args.job_ids and not filters and not args.all and not args.all_matching:

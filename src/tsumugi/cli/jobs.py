@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from tsumugi.api import models
-from tsumugi.cli import job_changes, operator_views
+from tsumugi.cli import bulk_all, job_changes, operator_views
 from tsumugi.cli.command_group import Subcommand
 from tsumugi.cli.mutation_report import report_mutation
 from tsumugi.cli.option_types import epoch_ms, non_negative, one_of, positive
@@ -100,16 +100,32 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _add_reschedule(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("job_id", metavar="ID")
+    parser.add_argument("job_id", metavar="ID", nargs="?", help="the job to reschedule")
     when = parser.add_mutually_exclusive_group(required=True)
     when.add_argument("--delay-ms", type=non_negative, help="run this many milliseconds from now")
     when.add_argument("--run-at", type=epoch_ms, metavar="WHEN", help="run at WHEN (epoch ms or ISO 8601)")
     parser.add_argument("--priority", type=int, help="the new priority")
+    job_changes.add_filter_arguments(parser)
+    bulk_all.add_arguments(parser, cancel=False)
     add_server_options(parser)
 
 
 def _reschedule(args: argparse.Namespace) -> int:
     def reschedule(client: TsumugiClient, server: Server) -> int:
+        filters = job_changes.filters_of(args)
+        if args.all_matching:  # ADR-0151: every SCHEDULED job the filter matches, in batches on the server
+            if args.job_id is not None:
+                raise OperatorError("--all-matching takes a filter, not a job id", ExitCode.USAGE)
+            when: dict[str, object] = (
+                {"runAt": args.run_at} if args.run_at is not None else {"delayMs": args.delay_ms}
+            )
+            if args.priority is not None:
+                when["priority"] = args.priority
+            return bulk_all.run(client, server, args, "reschedule", filters, options=when)
+        if filters:
+            raise OperatorError("a filter needs --all-matching; otherwise give one id", ExitCode.USAGE)
+        if args.job_id is None:
+            raise OperatorError("name the job, or give --all-matching and a filter", ExitCode.USAGE)
         answer = client.reschedule_job(
             args.job_id, run_at=args.run_at, delay_ms=args.delay_ms, priority=args.priority
         )
@@ -134,8 +150,8 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         job_changes.cancel,
     ),
     "reschedule": Subcommand(
-        "move a SCHEDULED job's run time, and its priority",
-        "reschedule ID --delay-ms N | --run-at WHEN",
+        "move a SCHEDULED job's run time and priority, or every one a filter matches",
+        "reschedule [ID] [filters] --delay-ms N | --run-at WHEN",
         _add_reschedule,
         _reschedule,
     ),

@@ -1,11 +1,11 @@
-"""``tsumugi runs list|show|cancel|resume``: flow runs through the REST API."""
+"""``tsumugi runs list|show|cancel|resume|event``: flow runs through the REST API."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from tsumugi.cli import operator_views
+from tsumugi.cli import operator_views, option_types
 from tsumugi.cli.command_group import Subcommand
 from tsumugi.cli.mutation_report import report_mutation
 from tsumugi.cli.option_types import non_negative, one_of, positive
@@ -19,7 +19,7 @@ from tsumugi.cli.server_connection import (
 from tsumugi.cli.text_output import json_text
 from tsumugi.rest_client import RestApiError, TsumugiClient
 
-SUMMARY = "list, show, cancel or resume flow runs (REST API)"
+SUMMARY = "list, show, cancel or resume flow runs, or send one an event (REST API)"
 STATES = ("RUNNING", "COMPLETED", "FAILED", "CANCELLED")  # A-59's documented run states
 DEFAULT_LIMIT = 20  # A-29's default page
 
@@ -80,6 +80,46 @@ def _resume(args: argparse.Namespace) -> int:
     return call_server(args, resume)
 
 
+def _add_event(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_id", metavar="ID", help="the run id, FLOW:ID")
+    parser.add_argument("event", metavar="EVENT", help="the event's name, as the flow's wait names it")
+    parser.add_argument(
+        "payload",
+        metavar="PAYLOAD",
+        nargs="?",
+        help="JSON text, or - for stdin; it becomes the waiting node's result (default: null)",
+    )
+    add_server_options(parser)
+
+
+def _event(args: argparse.Namespace) -> int:
+    try:
+        payload = None if args.payload is None else option_types.payload(args.payload)
+    except ValueError as error:
+        sys.stderr.write(f"tsumugi: {error}\n")
+        return ExitCode.USAGE
+
+    def send(client: TsumugiClient, server: Server) -> int:
+        try:
+            answer = client.send_event(args.run_id, args.event, payload)
+        except RestApiError as error:
+            if error.status != 404 or error.message != "not found":
+                raise
+            raise OperatorError(f"no run {args.run_id}", ExitCode.REFUSED) from None
+        accepted = answer.get("accepted") is True
+        if server.as_json:
+            sys.stdout.write(json_text(dict(answer)))
+        elif not accepted:
+            raise OperatorError(f"event {args.event} was refused: {answer.get('error')}", ExitCode.REFUSED)
+        elif answer.get("state") == "COMPLETED":
+            sys.stdout.write(f"node {answer.get('node')} took event {args.event}\n")
+        else:
+            sys.stdout.write(f"event {args.event} is kept until node {answer.get('node')} waits for it\n")
+        return ExitCode.OK if accepted else ExitCode.REFUSED
+
+    return call_server(args, send)
+
+
 SUBCOMMANDS: dict[str, Subcommand] = {
     "list": Subcommand("runs, newest change first", "list [filters]", _add_list, _list),
     "show": Subcommand("one run: fields, input, nodes", "show ID", _add_one, _show),
@@ -94,5 +134,11 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         "resume ID",
         _add_one,
         _resume,
+    ),
+    "event": Subcommand(
+        "send a run an event: the node that waits for it completes with the payload as its result",
+        "event ID EVENT [PAYLOAD]",
+        _add_event,
+        _event,
     ),
 }
