@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import Enum
-from typing import Any, Final
+from typing import Final, Protocol, TypeGuard, cast
 
+from tsumugi.core.json_types import JsonValue
 from tsumugi.payloads.issues import Mismatch
 
 __all__ = ["pydantic_model_base", "to_json"]
@@ -22,7 +23,13 @@ _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 _KEYS: Final = (str, int, float, bool, type(None))  # what JSON text keys are printed from (jsonwire)
 
 
-def pydantic_model_base() -> Any:
+class _Model(Protocol):
+    """What a ``pydantic.BaseModel`` offers here."""
+
+    def model_dump(self, *, mode: str) -> object: ...
+
+
+def pydantic_model_base() -> type | None:
     """``pydantic.BaseModel`` if pydantic is loaded, else None: a value can only be a model once it is.
 
     Read from ``sys.modules``, so a plain app never imports pydantic (ADR-0128).
@@ -32,27 +39,35 @@ def pydantic_model_base() -> Any:
     return base if isinstance(base, type) else None
 
 
-def to_json(value: Any) -> Any:
+def _is_model(value: object) -> TypeGuard[_Model]:
+    model = pydantic_model_base()
+    return model is not None and isinstance(value, model)
+
+
+def to_json(value: object) -> JsonValue:
     """``value`` as a JSON value; raises ``Mismatch`` naming the first part that is not JSON."""
     try:
-        return _walk(value)
+        walked = _walk(value)
     except RecursionError:
         raise Mismatch.at_root("is nested too deeply or refers to itself") from None
+    # The walk hands back its input, or a copy with parts converted, only once every part is JSON;
+    # mypy cannot follow a check on ``type(value)``, so the claim is made here, once.
+    return cast("JsonValue", walked)
 
 
-def _walk(value: Any) -> Any:
+def _walk(value: object) -> object:
     kind = type(value)
     if kind in _SCALARS:
         return value
-    if kind is dict:
+    if type(value) is dict:  # not ``kind is dict``: mypy narrows only this spelling
         return _mapping(value, value)
-    if kind is list:
+    if type(value) is list:
         return _items(value, value)
     return _convert(value)
 
 
-def _mapping(value: Mapping[Any, Any], original: Any) -> Any:
-    changed: dict[Any, Any] | None = None
+def _mapping(value: Mapping[object, object], original: object) -> object:
+    changed: dict[object, object] | None = None
     for key, item in value.items():
         if not isinstance(key, _KEYS):
             raise Mismatch.at_root(f"has a key of type {type(key).__name__}, which JSON cannot hold")
@@ -69,8 +84,8 @@ def _mapping(value: Mapping[Any, Any], original: Any) -> Any:
     return original
 
 
-def _items(value: list[Any] | tuple[Any, ...], original: Any) -> Any:
-    changed: list[Any] | None = None
+def _items(value: Sequence[object], original: object) -> object:
+    changed: list[object] | None = None
     for index, item in enumerate(value):
         try:
             converted = _walk(item)
@@ -85,14 +100,13 @@ def _items(value: list[Any] | tuple[Any, ...], original: Any) -> Any:
     return original
 
 
-def _convert(value: Any) -> Any:
+def _convert(value: object) -> object:
     if isinstance(value, Enum):
         return _walk(value.value)
-    model = pydantic_model_base()
-    if model is not None and isinstance(value, model):
+    if _is_model(value):
         return value.model_dump(mode="json")
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+        fields: dict[object, object] = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
         return _mapping(fields, fields)
     if isinstance(value, Mapping):
         return _mapping(value, dict(value))

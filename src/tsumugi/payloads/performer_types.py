@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import inspect
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from tsumugi.core.json_types import JsonValue
 from tsumugi.errors import ConfigurationError, InvalidPayloadError, ResultNotJsonError
 from tsumugi.payloads.issues import Mismatch
 from tsumugi.payloads.json_values import to_json
@@ -20,6 +22,8 @@ from tsumugi.payloads.type_compile import NeedsPydantic, compile_type, mentions_
 from tsumugi.performer import Performer
 
 if TYPE_CHECKING:
+    from typing_extensions import TypeForm
+
     from tsumugi.payloads.pydantic_codec import PydanticCodec
 
 __all__ = ["Codec", "PerformerTypes", "dump_result", "types_of"]
@@ -28,26 +32,31 @@ _RESULT_HINT = "return JSON values, a dataclass or a pydantic model"
 
 
 class Codec(Protocol):
-    def encode(self, value: Any) -> Any: ...
+    """Checks a payload: ``encode`` to the JSON stored, ``decode`` from it; both raise ``Mismatch``."""
 
-    def decode(self, data: Any) -> Any: ...
+    def encode(self, value: object) -> JsonValue: ...
+
+    def decode(self, data: object) -> object: ...
 
 
 class _ResultDumper(Protocol):
-    def dump(self, value: Any) -> Any: ...
+    def dump(self, value: object) -> JsonValue: ...
 
 
 @dataclass(frozen=True, slots=True)
 class PerformerTypes:
     """What one performer class declares; ``payload_codec`` is None for an untyped payload."""
 
-    payload_type: Any
-    result_type: Any
+    payload_type: TypeForm[object]  # ``Any`` when undeclared
+    result_type: TypeForm[object]
     payload_codec: Codec | None
     result_dumper: _ResultDumper | None  # only for a result type that needs pydantic
 
-    def encode_payload(self, binding: str, payload: Any) -> Any:
-        """The JSON stored for ``payload``; raises ``InvalidPayloadError`` naming every bad field."""
+    def encode_payload(self, binding: str, payload: object) -> object:
+        """The JSON stored for ``payload``; raises ``InvalidPayloadError`` naming every bad field.
+
+        An untyped payload is passed on as it was given.
+        """
         if self.payload_codec is None:
             return payload
         try:
@@ -55,7 +64,7 @@ class PerformerTypes:
         except Mismatch as mismatch:
             raise self._invalid(binding, mismatch) from None
 
-    def decode_payload(self, binding: str, data: Any) -> Any:
+    def decode_payload(self, binding: str, data: object) -> object:
         """The value ``perform`` receives for the stored ``data``."""
         if self.payload_codec is None:
             return data
@@ -72,10 +81,10 @@ class PerformerTypes:
 
 
 _UNTYPED: Final = PerformerTypes(Any, Any, None, None)
-_BUILT: Final[dict[type[Any], PerformerTypes]] = {}  # per class: its checks are built once
+_BUILT: Final[dict[object, PerformerTypes]] = {}  # per class: its checks are built once
 
 
-def dump_result(binding: str, value: Any, types: PerformerTypes | None = None) -> Any:
+def dump_result(binding: str, value: object, types: PerformerTypes | None = None) -> JsonValue:
     """The JSON stored for what ``perform`` returned; ``ResultNotJsonError`` when there is none."""
     try:
         if types is not None and types.result_dumper is not None and value is not None:
@@ -86,15 +95,18 @@ def dump_result(binding: str, value: Any, types: PerformerTypes | None = None) -
         raise ResultNotJsonError(f"{binding}: the result is not JSON: {listed} ({_RESULT_HINT})") from None
 
 
-def types_of(performer: type[Any]) -> PerformerTypes:
-    """The declared types of a Performer subclass, their checks built once per class."""
+def types_of(performer: object) -> PerformerTypes:
+    """The declared types of a Performer subclass, their checks built once per class.
+
+    Anything else (a ``remote()`` marker, a service binding's class) is untyped.
+    """
     found = _BUILT.get(performer)
     if found is None:
         found = _BUILT[performer] = _build(performer)
     return found
 
 
-def _build(performer: type[Any]) -> PerformerTypes:
+def _build(performer: object) -> PerformerTypes:
     if not (isinstance(performer, type) and issubclass(performer, Performer)):
         return _UNTYPED
     payload_type, result_type = _declared(performer)
@@ -106,14 +118,14 @@ def _build(performer: type[Any]) -> PerformerTypes:
     return PerformerTypes(payload_type, result_type, payload_codec, result_dumper)
 
 
-def _codec(tp: Any, owner: str) -> Codec:
+def _codec(tp: TypeForm[object], owner: str) -> Codec:
     try:
         return compile_type(tp)
     except NeedsPydantic:
         return _pydantic(tp, owner)
 
 
-def _pydantic(tp: Any, owner: str) -> PydanticCodec:
+def _pydantic(tp: TypeForm[object], owner: str) -> PydanticCodec:
     try:
         from tsumugi.payloads.pydantic_codec import PydanticCodec
     except ImportError as error:
@@ -124,7 +136,7 @@ def _pydantic(tp: Any, owner: str) -> PydanticCodec:
     return PydanticCodec(tp, owner)
 
 
-def _declared(performer: type[Performer[Any, Any]]) -> tuple[Any, Any]:
+def _declared(performer: type[Performer]) -> tuple[TypeForm[object], TypeForm[object]]:
     payload, result = _generic_arguments(performer)
     if payload is Any or result is Any:
         hinted_payload, hinted_result = _perform_hints(performer)
@@ -133,7 +145,7 @@ def _declared(performer: type[Performer[Any, Any]]) -> tuple[Any, Any]:
     return payload, result
 
 
-def _generic_arguments(cls: type) -> tuple[Any, Any]:
+def _generic_arguments(cls: type) -> tuple[TypeForm[object], TypeForm[object]]:
     """``(Payload, Result)`` as ``cls`` fills Performer's parameters, through generic subclasses."""
     for base in cls.__dict__.get("__orig_bases__", ()):
         origin = typing.get_origin(base)
@@ -150,11 +162,11 @@ def _generic_arguments(cls: type) -> tuple[Any, Any]:
     return Any, Any
 
 
-def _filled(argument: Any) -> Any:
+def _filled(argument: TypeForm[object]) -> TypeForm[object]:
     return Any if isinstance(argument, typing.TypeVar) else argument
 
 
-def _perform_hints(performer: type[Performer[Any, Any]]) -> tuple[Any, Any]:
+def _perform_hints(performer: type[Performer]) -> tuple[TypeForm[object], TypeForm[object]]:
     """The payload argument's and the return's annotations; ``ctx``'s is never read (it may be a name
     imported only for type checkers)."""
     perform = performer.perform
@@ -162,7 +174,7 @@ def _perform_hints(performer: type[Performer[Any, Any]]) -> tuple[Any, Any]:
         return Any, Any
     parameters = list(inspect.signature(perform).parameters.values())
     annotations = getattr(perform, "__annotations__", {})
-    payload: Any = Any
+    payload: TypeForm[object] = Any
     if len(parameters) > 1 and parameters[1].name in annotations:
         try:
             payload = _evaluated(perform, annotations[parameters[1].name])
@@ -178,11 +190,12 @@ def _perform_hints(performer: type[Performer[Any, Any]]) -> tuple[Any, Any]:
     return _filled(payload), _filled(result)
 
 
-def _evaluated(function: Any, annotation: Any) -> Any:
+def _evaluated(function: Callable[..., object], annotation: object) -> TypeForm[object]:
     """One annotation of ``function``, evaluated as ``typing.get_type_hints`` would."""
 
     def probe() -> None: ...
 
     probe.__annotations__ = {"value": annotation}
     namespace = getattr(inspect.unwrap(function), "__globals__", {})
-    return typing.get_type_hints(probe, globalns=namespace, include_extras=True)["value"]
+    hint: TypeForm[object] = typing.get_type_hints(probe, globalns=namespace, include_extras=True)["value"]
+    return hint

@@ -6,14 +6,18 @@ an app whose types are plain never loads this module (ADR-0128).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import PydanticUserError, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
+from tsumugi.core.json_types import JsonValue
 from tsumugi.errors import ConfigurationError
 from tsumugi.payloads.issues import Issue, Mismatch
 from tsumugi.payloads.json_values import to_json
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeForm
 
 __all__ = ["PydanticCodec"]
 
@@ -27,23 +31,23 @@ class PydanticCodec:
 
     __slots__ = ("_adapter",)
 
-    def __init__(self, tp: Any, owner: str) -> None:
+    def __init__(self, tp: TypeForm[object], owner: str) -> None:
         try:
-            self._adapter: TypeAdapter[Any] = TypeAdapter(tp)
+            self._adapter: TypeAdapter[object] = TypeAdapter(tp)
         except PydanticUserError as error:  # a schema pydantic cannot build
             raise ConfigurationError(f"{owner}: pydantic cannot check the type {tp!r}: {error}") from None
 
-    def encode(self, value: Any) -> Any:
+    def encode(self, value: object) -> JsonValue:
         """Check ``value`` (a model, or a mapping to validate into one) and dump it as JSON."""
         return self.dump(self.decode(value))
 
-    def decode(self, data: Any) -> Any:
+    def decode(self, data: object) -> object:
         try:
             return self._adapter.validate_python(data)
         except ValidationError as error:
             raise Mismatch(_issues(error)) from None
 
-    def dump(self, value: Any) -> Any:
+    def dump(self, value: object) -> JsonValue:
         try:
             dumped = self._adapter.dump_python(value, mode="json", warnings=False)
         except PydanticSerializationError as error:

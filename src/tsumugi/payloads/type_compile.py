@@ -13,7 +13,7 @@ import dataclasses
 import types
 import typing
 from enum import Enum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import typing_extensions
 
@@ -35,9 +35,12 @@ from tsumugi.payloads.type_nodes import (
 )
 from tsumugi.payloads.type_records import DataclassNode, Field, TypedDictNode
 
+if TYPE_CHECKING:
+    from typing_extensions import TypeForm
+
 __all__ = ["NeedsPydantic", "compile_type", "mentions_pydantic", "type_name"]
 
-_SCALARS: Final[dict[Any, Node]] = {
+_SCALARS: Final[dict[object, Node]] = {
     bool: BOOL,
     str: STR,
     int: INT,
@@ -59,19 +62,19 @@ class NeedsPydantic(TsumugiError):
         self.reason = reason
 
 
-def type_name(tp: Any) -> str:
+def type_name(tp: TypeForm[object]) -> str:
     """``MailIn``, ``list[int]``, ``int | None``: how messages name a type."""
     if isinstance(tp, type) and not typing.get_args(tp):
         return tp.__name__
     return repr(tp).replace("typing.", "").replace("typing_extensions.", "")
 
 
-def _from_pydantic(thing: Any) -> bool:
+def _from_pydantic(thing: object) -> bool:
     module = getattr(type(thing), "__module__", "") if not isinstance(thing, type) else thing.__module__
     return module.partition(".")[0] in _PYDANTIC_MODULES
 
 
-def mentions_pydantic(tp: Any) -> bool:
+def mentions_pydantic(tp: TypeForm[object]) -> bool:
     """Whether ``tp`` is or contains a pydantic model or pydantic metadata (no pydantic import)."""
     try:
         compile_type(tp)
@@ -80,7 +83,7 @@ def mentions_pydantic(tp: Any) -> bool:
     return False
 
 
-def compile_type(tp: Any, memo: dict[Any, Node] | None = None) -> Node:
+def compile_type(tp: TypeForm[object], memo: dict[object, Node] | None = None) -> Node:
     """The node for ``tp``; raises ``NeedsPydantic`` for what the standard library cannot check."""
     memo = {} if memo is None else memo
     if tp is Any or tp is object or isinstance(tp, typing.TypeVar):
@@ -101,7 +104,7 @@ def compile_type(tp: Any, memo: dict[Any, Node] | None = None) -> Node:
         return ListNode("tuple", ANY, as_tuple=True)
     if isinstance(tp, type) and issubclass(tp, Enum):
         return EnumNode(tp)
-    if typing_extensions.is_typeddict(tp):
+    if isinstance(tp, type) and typing_extensions.is_typeddict(tp):  # a TypedDict is a class
         return _typed_dict(tp, memo)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return _dataclass(tp, memo)
@@ -111,17 +114,19 @@ def compile_type(tp: Any, memo: dict[Any, Node] | None = None) -> Node:
     raise NeedsPydantic("unsupported")
 
 
-def _scalar(tp: Any) -> Node | None:
+def _scalar(tp: TypeForm[object]) -> Node | None:
     try:
         return _SCALARS.get(tp)
     except TypeError:  # an unhashable annotation is no scalar
         return None
 
 
-def _generic(tp: Any, origin: Any, args: tuple[Any, ...], memo: dict[Any, Node]) -> Node:
+def _generic(
+    tp: TypeForm[object], origin: object, args: tuple[TypeForm[object], ...], memo: dict[object, Node]
+) -> Node:
     name = type_name(tp)
     if origin is typing.Annotated or origin is typing_extensions.Annotated:
-        if any(_from_pydantic(meta) for meta in tp.__metadata__):
+        if any(_from_pydantic(meta) for meta in args[1:]):  # Annotated[T, *metadata]
             raise NeedsPydantic("constraint")  # Field(gt=0) and the like: only pydantic applies them
         return compile_type(args[0], memo)
     if getattr(origin, "_name", None) in _WRAPPERS:
@@ -133,9 +138,10 @@ def _generic(tp: Any, origin: Any, args: tuple[Any, ...], memo: dict[Any, Node])
     if origin in _LISTS:
         return ListNode(name, compile_type(args[0], memo) if args else ANY)
     if origin is tuple:
-        if len(args) == 2 and args[1] is Ellipsis:
+        written: tuple[object, ...] = args  # ``tuple[T, ...]`` holds an Ellipsis, ``tuple[()]`` may hold ()
+        if len(written) == 2 and written[1] is Ellipsis:
             return ListNode(name, compile_type(args[0], memo), as_tuple=True)
-        return TupleNode(name, [compile_type(arg, memo) for arg in args if arg != ()])
+        return TupleNode(name, [compile_type(args[i], memo) for i, arg in enumerate(written) if arg != ()])
     if origin in _DICTS:
         if args and args[0] not in (str, Any):
             raise NeedsPydantic("unsupported")  # JSON object keys are strings
@@ -143,14 +149,14 @@ def _generic(tp: Any, origin: Any, args: tuple[Any, ...], memo: dict[Any, Node])
     raise NeedsPydantic("unsupported")
 
 
-def _hints(cls: type) -> dict[str, Any]:
+def _hints(cls: type) -> dict[str, TypeForm[object]]:
     try:
         return typing.get_type_hints(cls, include_extras=True)
     except Exception as error:  # a NameError for an annotation that names nothing importable
         raise ConfigurationError(f"cannot read the type hints of {cls.__name__}: {error}") from None
 
 
-def _dataclass(cls: type, memo: dict[Any, Node]) -> Node:
+def _dataclass(cls: type, memo: dict[object, Node]) -> Node:
     if cls in memo:
         return memo[cls]  # a dataclass that refers to itself
     node = memo[cls] = DataclassNode(cls)
@@ -165,7 +171,7 @@ def _dataclass(cls: type, memo: dict[Any, Node]) -> Node:
     return node
 
 
-def _typed_dict(cls: Any, memo: dict[Any, Node]) -> Node:
+def _typed_dict(cls: type, memo: dict[object, Node]) -> Node:
     if cls in memo:
         return memo[cls]
     node = memo[cls] = TypedDictNode(cls.__name__)

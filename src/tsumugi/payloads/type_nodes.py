@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
-from typing import Any
+from typing import TypeGuard, TypeVar, cast
 
+from tsumugi.core.json_types import JsonScalar, JsonValue
 from tsumugi.payloads.issues import Issue, Mismatch
 from tsumugi.payloads.json_values import to_json
 
@@ -30,8 +31,10 @@ __all__ = [
     "UnionNode",
 ]
 
+_T = TypeVar("_T")
 
-def _got(value: Any) -> str:
+
+def _got(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
@@ -43,23 +46,23 @@ class Node:
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def encode(self, value: Any) -> Any:
+    def encode(self, value: object) -> JsonValue:
         raise NotImplementedError
 
-    def decode(self, data: Any) -> Any:
+    def decode(self, data: object) -> object:
         raise NotImplementedError
 
-    def refuse(self, value: Any) -> Mismatch:
+    def refuse(self, value: object) -> Mismatch:
         return Mismatch.at_root(f"expected {self.name}, got {_got(value)}")
 
 
 class _Any(Node):
     __slots__ = ()
 
-    def encode(self, value: Any) -> Any:
+    def encode(self, value: object) -> JsonValue:
         return to_json(value)
 
-    def decode(self, data: Any) -> Any:
+    def decode(self, data: object) -> object:
         return data
 
 
@@ -68,23 +71,23 @@ class _Scalar(Node):
 
     __slots__ = ("accepts",)
 
-    def __init__(self, name: str, accepts: Callable[[Any], bool]) -> None:
+    def __init__(self, name: str, accepts: Callable[[object], TypeGuard[JsonScalar]]) -> None:
         super().__init__(name)
         self.accepts = accepts
 
-    def encode(self, value: Any) -> Any:
+    def encode(self, value: object) -> JsonValue:
         if not self.accepts(value):
             raise self.refuse(value)
         return value
 
-    def decode(self, data: Any) -> Any:
+    def decode(self, data: object) -> object:
         return self.encode(data)
 
 
 class _Int(Node):
     __slots__ = ()
 
-    def encode(self, value: Any) -> Any:
+    def encode(self, value: object) -> JsonValue:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self.refuse(value)
         if isinstance(value, float):
@@ -93,33 +96,45 @@ class _Int(Node):
             return int(value)  # JSON has one number type: 3.0 is the integer 3
         return value
 
-    def decode(self, data: Any) -> Any:
+    def decode(self, data: object) -> object:
         return self.encode(data)
 
 
 class _Float(Node):
     __slots__ = ()
 
-    def encode(self, value: Any) -> Any:
+    def encode(self, value: object) -> int | float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self.refuse(value)
         return value
 
-    def decode(self, data: Any) -> Any:
+    def decode(self, data: object) -> float:
         return float(self.encode(data))
 
 
+def _is_none(value: object) -> TypeGuard[None]:
+    return value is None
+
+
+def _is_bool(value: object) -> TypeGuard[bool]:
+    return isinstance(value, bool)
+
+
+def _is_str(value: object) -> TypeGuard[str]:
+    return isinstance(value, str)
+
+
 ANY = _Any("Any")
-NONE = _Scalar("None", lambda value: value is None)
-BOOL = _Scalar("bool", lambda value: isinstance(value, bool))
-STR = _Scalar("str", lambda value: isinstance(value, str))
+NONE = _Scalar("None", _is_none)
+BOOL = _Scalar("bool", _is_bool)
+STR = _Scalar("str", _is_str)
 INT = _Int("int")
 FLOAT = _Float("float")
 
 
-def _each(items: Sequence[Any], convert: Callable[[int, Any], Any]) -> list[Any]:
+def _each(items: Sequence[object], convert: Callable[[int, object], _T]) -> list[_T]:
     issues: list[Issue] = []
-    converted: list[Any] = []
+    converted: list[_T] = []
     for index, item in enumerate(items):
         try:
             converted.append(convert(index, item))
@@ -140,12 +155,12 @@ class ListNode(Node):
         self.item = item
         self.as_tuple = as_tuple
 
-    def encode(self, value: Any) -> Any:
+    def encode(self, value: object) -> JsonValue:
         if not isinstance(value, list | tuple):
             raise self.refuse(value)
         return _each(value, lambda _index, item: self.item.encode(item))
 
-    def decode(self, data: Any) -> Any:
+    def decode(self, data: object) -> object:
         if not isinstance(data, list | tuple):
             raise self.refuse(data)
         decoded = _each(data, lambda _index, item: self.item.decode(item))
@@ -161,19 +176,18 @@ class TupleNode(Node):
         super().__init__(name)
         self.items = tuple(items)
 
-    def _check(self, value: Any) -> None:
+    def _check(self, value: object) -> list[object] | tuple[object, ...]:
         if not isinstance(value, list | tuple):
             raise self.refuse(value)
         if len(value) != len(self.items):
             raise Mismatch.at_root(f"expected {len(self.items)} items, got {len(value)}")
+        return value
 
-    def encode(self, value: Any) -> Any:
-        self._check(value)
-        return _each(value, lambda index, item: self.items[index].encode(item))
+    def encode(self, value: object) -> JsonValue:
+        return _each(self._check(value), lambda index, item: self.items[index].encode(item))
 
-    def decode(self, data: Any) -> Any:
-        self._check(data)
-        return tuple(_each(data, lambda index, item: self.items[index].decode(item)))
+    def decode(self, data: object) -> object:
+        return tuple(_each(self._check(data), lambda index, item: self.items[index].decode(item)))
 
 
 class DictNode(Node):
@@ -185,11 +199,11 @@ class DictNode(Node):
         super().__init__(name)
         self.value = value
 
-    def _convert(self, given: Any, convert: Callable[[Any], Any]) -> dict[str, Any]:
+    def _convert(self, given: object, convert: Callable[[object], _T]) -> dict[str, _T]:
         if not isinstance(given, Mapping):
             raise self.refuse(given)
         issues: list[Issue] = []
-        converted: dict[str, Any] = {}
+        converted: dict[str, _T] = {}
         for key, item in given.items():
             if not isinstance(key, str):
                 issues.append(((), f"has the key {key!r}, which is not a string"))
@@ -202,42 +216,52 @@ class DictNode(Node):
             raise Mismatch(issues)
         return converted
 
-    def encode(self, value: Any) -> Any:
+    def encode(self, value: object) -> JsonValue:
         return self._convert(value, self.value.encode)
 
-    def decode(self, data: Any) -> Any:
+    def decode(self, data: object) -> object:
         return self._convert(data, self.value.decode)
 
 
-def _same(value: Any, literal: Any) -> bool:
+def _same(value: object, literal: _T) -> TypeGuard[_T]:
     return type(value) is type(literal) and bool(value == literal)  # True is not 1, 1 is not 1.0
+
+
+def _stored(literal: object) -> JsonValue:
+    """The JSON of one ``Literal[...]`` value: itself, or an enum member's value.
+
+    ``Literal`` admits only str, int, bool, None, bytes and enum members; the value is stored as it is,
+    unchecked, as it always was (a bytes literal or a member with a non-JSON value is the caller's to fix).
+    """
+    return cast("JsonValue", literal.value if isinstance(literal, Enum) else literal)
 
 
 class LiteralNode(Node):
     """``Literal[...]`` of strings, numbers, booleans, None or enum members."""
 
-    __slots__ = ("values",)
+    __slots__ = ("stored", "values")
 
-    def __init__(self, name: str, values: Sequence[Any]) -> None:
+    def __init__(self, name: str, values: Sequence[object]) -> None:
         super().__init__(name)
         self.values = tuple(values)
+        self.stored = tuple(_stored(literal) for literal in self.values)
 
-    def encode(self, value: Any) -> Any:
-        for literal in self.values:
+    def encode(self, value: object) -> JsonValue:
+        for literal, stored in zip(self.values, self.stored, strict=True):
             if value is literal or _same(value, literal):
-                return literal.value if isinstance(literal, Enum) else literal
-            if isinstance(literal, Enum) and _same(value, literal.value):
+                return stored
+            if isinstance(literal, Enum) and _same(value, stored):
                 return value
         raise self._refused(value)
 
-    def decode(self, data: Any) -> Any:
-        for literal in self.values:
-            if _same(data, literal.value if isinstance(literal, Enum) else literal):
+    def decode(self, data: object) -> object:
+        for literal, stored in zip(self.values, self.stored, strict=True):
+            if _same(data, stored):
                 return literal
         raise self._refused(data)
 
-    def _refused(self, value: Any) -> Mismatch:
-        allowed = ", ".join(repr(v.value if isinstance(v, Enum) else v) for v in self.values)
+    def _refused(self, value: object) -> Mismatch:
+        allowed = ", ".join(repr(stored) for stored in self.stored)
         return Mismatch.at_root(f"expected one of {allowed}, got {value!r}")
 
 
@@ -250,7 +274,7 @@ class UnionNode(Node):
         super().__init__(name)
         self.options = tuple(options)
 
-    def _first(self, value: Any, convert: Callable[[Node, Any], Any]) -> Any:
+    def _first(self, value: object, convert: Callable[[Node, object], _T]) -> _T:
         failures: list[Mismatch] = []
         for option in self.options:
             try:
@@ -262,10 +286,10 @@ class UnionNode(Node):
             raise others[0]  # Optional[X]: say what is wrong with the X
         raise self.refuse(value)
 
-    def encode(self, value: Any) -> Any:
+    def encode(self, value: object) -> JsonValue:
         return self._first(value, lambda option, item: option.encode(item))
 
-    def decode(self, data: Any) -> Any:
+    def decode(self, data: object) -> object:
         return self._first(data, lambda option, item: option.decode(item))
 
 
@@ -278,11 +302,11 @@ class EnumNode(Node):
         super().__init__(enum.__name__)
         self.enum = enum
 
-    def encode(self, value: Any) -> Any:
+    def encode(self, value: object) -> JsonValue:
         member = value if isinstance(value, self.enum) else self.decode(value)
         return to_json(member.value)
 
-    def decode(self, data: Any) -> Any:
+    def decode(self, data: object) -> Enum:
         try:
             return self.enum(data)
         except ValueError:

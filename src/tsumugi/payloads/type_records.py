@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
 
+from tsumugi.core.json_types import JsonObject
 from tsumugi.payloads.issues import Issue, Mismatch
 from tsumugi.payloads.type_nodes import Node
 
@@ -24,7 +24,11 @@ class Field:
 
 
 class _Record(Node):
-    """A dataclass or a TypedDict: named fields, some required. ``fields`` is set once compiled."""
+    """A dataclass or a TypedDict: named fields, some required. ``fields`` is set once compiled.
+
+    Encoding and decoding walk the fields in two loops, not one behind a flag, so each returns its own
+    type without a call per field.
+    """
 
     __slots__ = ("fields", "known")
 
@@ -37,19 +41,36 @@ class _Record(Node):
         self.fields = tuple(fields)
         self.known = frozenset(field.name for field in self.fields)
 
-    def _convert(self, source: Mapping[str, Any], strict: bool, encoding: bool) -> dict[str, Any]:
+    def _encoded(self, source: Mapping[str, object], strict: bool) -> JsonObject:
+        """The stored JSON of the fields; ``strict`` also refuses keys the type does not declare."""
         issues: list[Issue] = []
         if strict:
             issues.extend(((key,), "unexpected field") for key in source if key not in self.known)
-        converted: dict[str, Any] = {}
+        converted: JsonObject = {}
         for field in self.fields:
             if field.name not in source:
                 if field.required:
                     issues.append(((field.name,), "field required"))
                 continue
-            item = source[field.name]
             try:
-                converted[field.name] = field.node.encode(item) if encoding else field.node.decode(item)
+                converted[field.name] = field.node.encode(source[field.name])
+            except Mismatch as mismatch:
+                issues.extend(mismatch.under(field.name).issues)
+        if issues:
+            raise Mismatch(issues)
+        return converted
+
+    def _decoded(self, source: Mapping[str, object]) -> dict[str, object]:
+        """The declared fields as their types; keys the type does not declare are ignored."""
+        issues: list[Issue] = []
+        converted: dict[str, object] = {}
+        for field in self.fields:
+            if field.name not in source:
+                if field.required:
+                    issues.append(((field.name,), "field required"))
+                continue
+            try:
+                converted[field.name] = field.node.decode(source[field.name])
             except Mismatch as mismatch:
                 issues.extend(mismatch.under(field.name).issues)
         if issues:
@@ -66,19 +87,19 @@ class DataclassNode(_Record):
         super().__init__(cls.__name__)
         self.cls = cls
 
-    def encode(self, value: Any) -> Any:
+    def encode(self, value: object) -> JsonObject:
         if isinstance(value, self.cls):
-            return self._convert({f.name: getattr(value, f.name) for f in self.fields}, False, True)
+            return self._encoded({f.name: getattr(value, f.name) for f in self.fields}, False)
         if isinstance(value, Mapping):
-            return self._convert(value, True, True)
+            return self._encoded(value, True)
         raise self.refuse(value)
 
-    def decode(self, data: Any) -> Any:
+    def decode(self, data: object) -> object:
         if isinstance(data, self.cls):
             return data
         if not isinstance(data, Mapping):
             raise self.refuse(data)
-        arguments = self._convert(data, False, False)
+        arguments = self._decoded(data)
         try:
             return self.cls(**arguments)
         except (TypeError, ValueError) as error:  # e.g. a __post_init__ check
@@ -90,12 +111,12 @@ class TypedDictNode(_Record):
 
     __slots__ = ()
 
-    def encode(self, value: Any) -> Any:
+    def encode(self, value: object) -> JsonObject:
         if not isinstance(value, Mapping):
             raise self.refuse(value)
-        return self._convert(value, True, True)
+        return self._encoded(value, True)
 
-    def decode(self, data: Any) -> Any:
+    def decode(self, data: object) -> dict[str, object]:
         if not isinstance(data, Mapping):
             raise self.refuse(data)
-        return self._convert(data, False, False)
+        return self._decoded(data)
