@@ -183,10 +183,12 @@ def _perform_hints(performer: type[Performer]) -> tuple[TypeForm[object], TypeFo
                 f"cannot read the payload annotation of {performer.__name__}.perform: {error} (import the "
                 f"type at run time, or declare it as Performer[PayloadType, ResultType])"
             ) from None
-    try:
-        result = _evaluated(perform, annotations.get("return", Any))
-    except Exception:
-        result = Any  # a result annotation only documents (ADR-0140)
+    result: TypeForm[object] = Any
+    if "return" in annotations:
+        try:
+            result = _evaluated(perform, annotations["return"])
+        except Exception:
+            pass  # unreadable, it stays Any: a result annotation only documents (ADR-0140)
     return _filled(payload), _filled(result)
 
 
