@@ -8,9 +8,9 @@ Per-key overrides (ADR-0056) travel as mappings named ``perKeyConcurrencyOverrid
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Final
 
 from tsumugi.core.config_checks import (
     camel_case,
@@ -20,8 +20,17 @@ from tsumugi.core.config_checks import (
     check_positive_number,
     from_mapping,
 )
-from tsumugi.core.config_policy import Policy, Rate, policy_from, rate_from
-from tsumugi.core.states import TERMINAL_STATES
+from tsumugi.core.config_policy import OnSettled, Policy, Rate, policy_from, rate_from
+from tsumugi.core.defaults import (
+    DEFAULT_BACKOFF_BASE_MS,
+    DEFAULT_BACKOFF_FACTOR,
+    DEFAULT_BACKOFF_MAX_MS,
+    DEFAULT_FAILED_RETENTION_MS,
+    DEFAULT_READ_MODEL_RETENTION_MS,
+    DEFAULT_SWEEP_AFTER_MS,
+    DEFAULT_SWEEP_LIMIT,
+)
+from tsumugi.core.json_types import JsonObject
 from tsumugi.errors import InvalidConfigError
 
 __all__ = [
@@ -41,9 +50,6 @@ __all__ = [
     "rate_from",
 ]
 
-DEFAULT_SWEEP_AFTER_MS: Final = 300_000  # 5 min: shard retention of COMPLETED/CANCELLED (J-170)
-DEFAULT_FAILED_RETENTION_MS: Final = 604_800_000  # 7 d: the manual-retry window (J-171)
-
 
 @dataclass(frozen=True, slots=True)
 class FixedBackoff:
@@ -58,7 +64,7 @@ class FixedBackoff:
         check_duration("backoff.delay_ms", self.delay_ms)
         check_bool("backoff.jitter", self.jitter)
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JsonObject:
         return {"kind": "fixed", "delayMs": self.delay_ms, "jitter": self.jitter}
 
 
@@ -68,9 +74,9 @@ class ExponentialBackoff:
 
     # J-100, J-101
 
-    base_ms: int = 1_000
-    factor: float = 2
-    max_ms: int = 3_600_000
+    base_ms: int = DEFAULT_BACKOFF_BASE_MS
+    factor: float = DEFAULT_BACKOFF_FACTOR
+    max_ms: int = DEFAULT_BACKOFF_MAX_MS
     jitter: bool = True
 
     def __post_init__(self) -> None:
@@ -79,7 +85,7 @@ class ExponentialBackoff:
         check_duration("backoff.max_ms", self.max_ms)
         check_bool("backoff.jitter", self.jitter)
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JsonObject:
         return {
             "kind": "exponential",
             "baseMs": self.base_ms,
@@ -102,7 +108,7 @@ _BACKOFF_KEYS: Final = (
 )
 
 
-def backoff_from(value: Backoff | Mapping[str, Any]) -> Backoff:
+def backoff_from(value: Backoff | Mapping[str, object]) -> Backoff:
     """A backoff from an object or a mapping with ``kind`` (snake_case or camelCase fields)."""
     if isinstance(value, FixedBackoff | ExponentialBackoff):
         return value
@@ -162,14 +168,14 @@ class BindingConfig:
     def effective_failed_retention_ms(self) -> int:
         return self.failed_retention_ms
 
-    def settings_wire(self, keys: Iterable[str] = ()) -> dict[str, Any]:
+    def settings_wire(self, keys: Iterable[str] = ()) -> JsonObject:
         """``{policy?, sweepAfterMs?, failedRetentionMs?}``; empty when only ``shards`` is set.
 
         A retention at its default is left out: applying settings replaces them wholesale and an absent
         field reverts to that same default, so leaving it out changes nothing (ADR-0126).
         """
         # J-50, J-51
-        wire: dict[str, Any] = {}
+        wire: JsonObject = {}
         if self.policy is not None:
             wire["policy"] = self.policy.to_wire(keys)
         if self.sweep_after_ms != DEFAULT_SWEEP_AFTER_MS:
@@ -179,7 +185,7 @@ class BindingConfig:
         return wire
 
 
-def binding_config_from(value: BindingConfig | Mapping[str, Any] | None) -> BindingConfig:
+def binding_config_from(value: BindingConfig | Mapping[str, object] | None) -> BindingConfig:
     if value is None:
         return BindingConfig()
     if isinstance(value, BindingConfig):
@@ -193,14 +199,14 @@ def binding_config_from(value: BindingConfig | Mapping[str, Any] | None) -> Bind
 class SweepOptions:
     """Read-model retention: delete terminal rows older than ``older_than_ms``, ``limit`` a run."""
 
-    older_than_ms: int = 604_800_000  # 7 d, aligned with failed_retention_ms (J-172)
-    limit: int = 1_000
+    older_than_ms: int = DEFAULT_READ_MODEL_RETENTION_MS  # J-172: aligned with failed_retention_ms
+    limit: int = DEFAULT_SWEEP_LIMIT
 
     def __post_init__(self) -> None:
         check_duration("retention.older_than_ms", self.older_than_ms)
         check_count("retention.limit", self.limit)
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JsonObject:
         return {"olderThanMs": self.older_than_ms, "limit": self.limit}
 
 
@@ -219,37 +225,10 @@ class RunSettings:
         check_duration("runs.sweep_after_ms", self.sweep_after_ms)
         check_duration("runs.failed_retention_ms", self.failed_retention_ms)
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JsonObject:
         return {
             "maxNodes": self.max_nodes,
             "maxDepth": self.max_depth,
             "sweepAfterMs": self.sweep_after_ms,
             "failedRetentionMs": self.failed_retention_ms,
         }
-
-
-@dataclass(frozen=True, slots=True)
-class OnSettled:
-    """Where settlement notices go and for which terminal states."""
-
-    # J-180a
-
-    binding: str
-    states: Sequence[str] = field(default=())
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.binding, str) or not self.binding:
-            raise InvalidConfigError("on_settled.binding must be a binding name")
-        if isinstance(self.states, str) or not isinstance(self.states, Iterable):
-            raise InvalidConfigError("on_settled.states must be a list of states")
-        states = tuple(str(s) for s in self.states)
-        if not states:
-            raise InvalidConfigError("on_settled.states must not be empty")
-        allowed = sorted(str(s) for s in TERMINAL_STATES)
-        for state in states:
-            if state not in allowed:
-                raise InvalidConfigError(f"on_settled.states: {state!r} is not one of {', '.join(allowed)}")
-        object.__setattr__(self, "states", tuple(dict.fromkeys(states)))
-
-    def to_wire(self) -> dict[str, Any]:
-        return {"binding": self.binding, "states": list(self.states)}

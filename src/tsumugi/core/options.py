@@ -23,6 +23,7 @@ from tsumugi.core.input_bounds import (
     clamp_safe,
     well_formed,
 )
+from tsumugi.core.json_types import JsonObject
 from tsumugi.core.trace import validate_traceparent
 from tsumugi.errors import EnqueueError, InvalidConfigError, RequiredKeyError
 
@@ -54,7 +55,7 @@ class EnqueueOptions(TypedDict, total=False):
 
     priority: float | None
     max_attempts: int | None
-    backoff: FixedBackoff | ExponentialBackoff | Mapping[str, Any] | None
+    backoff: FixedBackoff | ExponentialBackoff | Mapping[str, object] | None
     timeout_ms: int | None
     delay_ms: int | None
     run_at: int | None
@@ -70,17 +71,17 @@ class EnqueueOptions(TypedDict, total=False):
     debounce_ms: int | None
     debounce_max_ms: int | None
     throttle_key: str | None
-    throttle: ThrottleOptions | Mapping[str, Any] | None
+    throttle: ThrottleOptions | Mapping[str, object] | None
 
 
 class EnqueueInput(EnqueueOptions, total=False):
     """One job to enqueue, as ``enqueue_many`` takes it (camelCase spellings are accepted too)."""
 
     binding: str
-    payload: Any
+    payload: object
 
 
-OnEnqueue = Callable[[dict[str, Any]], "Mapping[str, Any] | None"]
+OnEnqueue = Callable[[dict[str, object]], "Mapping[str, object] | None"]
 
 # J-38: id/run_id/node_id are internal (the Run coordinator's node jobs), accepted but undocumented.
 OPTION_NAMES: Final = (
@@ -141,12 +142,12 @@ _STRING_OPTIONS: Final = (
 )
 
 
-def input_from(value: Mapping[str, Any]) -> dict[str, Any]:
+def input_from(value: Mapping[str, object]) -> dict[str, object]:
     """Snake_case options from a mapping; None means absent; unknown names are an error."""
     # J-28
     if not isinstance(value, Mapping):
         raise EnqueueError(f"an enqueue input must be a mapping, got {type(value).__name__}")
-    options: dict[str, Any] = {}
+    options: dict[str, object] = {}
     for key, item in value.items():
         name = _SPELLINGS.get(key)
         if name is None:
@@ -158,15 +159,15 @@ def input_from(value: Mapping[str, Any]) -> dict[str, Any]:
     return options
 
 
-def apply_defaults(options: dict[str, Any], on_enqueue: OnEnqueue | None) -> dict[str, Any]:
+def apply_defaults(options: dict[str, object], on_enqueue: OnEnqueue | None) -> dict[str, object]:
     """Fill unset defaultable options from ``on_enqueue(input)``; the caller always wins."""
     # J-42
     if on_enqueue is None:
         return options
-    defaults = on_enqueue(dict(options))
-    if not defaults:
+    given = on_enqueue(dict(options))
+    if not given:
         return options
-    defaults = input_from(defaults)
+    defaults = input_from(given)
     merged = dict(options)
     for first, second in _EXCLUSIVE_PAIRS:
         if first in options or second in options:
@@ -179,7 +180,7 @@ def apply_defaults(options: dict[str, Any], on_enqueue: OnEnqueue | None) -> dic
     return merged
 
 
-def check_required_keys(binding: str, options: Mapping[str, Any], required: frozenset[str]) -> None:
+def check_required_keys(binding: str, options: Mapping[str, object], required: frozenset[str]) -> None:
     """Raise ``RequiredKeyError`` (a TypeError) when a declared key is missing."""
     # J-70
     for key in sorted(required):
@@ -187,8 +188,12 @@ def check_required_keys(binding: str, options: Mapping[str, Any], required: froz
             raise RequiredKeyError(f"{binding} requires {key}")
 
 
-def to_wire_input(options: Mapping[str, Any]) -> dict[str, Any]:
-    """Validate and convert to the wire input; ``partitionKey`` stays (routing drops it)."""
+def to_wire_input(options: Mapping[str, object]) -> dict[str, Any]:
+    """Validate and convert to the wire input; ``partitionKey`` stays (routing drops it).
+
+    The values are ``Any`` for the callers, which read ``partitionKey`` as routing's ``str | None``;
+    the wire is built as ``dict[str, object]`` (the payload is the user's).
+    """
     # J-29
     if "binding" not in options:
         raise EnqueueError("binding is required")
@@ -199,14 +204,14 @@ def to_wire_input(options: Mapping[str, Any]) -> dict[str, Any]:
         if first in options and second in options:
             raise EnqueueError(f"{first} and {second} are mutually exclusive")
     check_keyed_options(options)
-    wire: dict[str, Any] = {}
+    wire: dict[str, object] = {}
     for name, item in options.items():
         checker = _CHECKS.get(name)
         wire[_WIRE_NAMES[name]] = checker(name, item) if checker else item
     return wire
 
 
-def check_payload(payload: Any) -> None:
+def check_payload(payload: object) -> None:
     """Raise ``EnqueueError`` unless ``payload`` serialises to JSON within the size limit.
 
     ``PayloadTooLargeError`` (an ``EnqueueError``) when the JSON is over ``MAX_PAYLOAD_BYTES`` (ADR-0133).
@@ -219,50 +224,49 @@ def check_payload(payload: Any) -> None:
     check_payload_text(text)
 
 
-def _number(name: str, value: Any) -> Any:
+def _number(name: str, value: object) -> float:
     if not is_number(value):
         raise EnqueueError(f"{name} must be a finite number, got {value!r}")
     return value
 
 
-def _priority(name: str, value: Any) -> Any:
+def _priority(name: str, value: object) -> float:
     return clamp_safe(_number(name, value))  # ADR-0133: priorities beyond 2^53 order as 2^53 - 1
 
 
-def _instant(name: str, value: Any) -> Any:
+def _instant(name: str, value: object) -> float:
     return clamp_instant(_number(name, value))  # ADR-0133: within what a JS Date holds
 
 
-def _window(name: str, value: Any) -> Any:
+def _window(name: str, value: object) -> float:
     return clamp_duration(_number(name, value))  # unique_for_ms: any finite number, clamped
 
 
-def _non_negative(name: str, value: Any) -> Any:
+def _non_negative(name: str, value: object) -> float:
     if not is_number(value) or value < 0:
         raise EnqueueError(f"{name} must be a number >= 0, got {value!r}")
     return clamp_duration(value)  # ADR-0133: now + the duration stays an instant
 
 
-def _max_attempts(name: str, value: Any) -> Any:
-    integral = is_number(value) and float(value).is_integer()
-    if not integral or value < 1:
+def _max_attempts(name: str, value: object) -> int:
+    if not is_number(value) or not float(value).is_integer() or value < 1:
         raise EnqueueError(f"max_attempts must be an integer >= 1, got {value!r}")
     return int(clamp_safe(value))  # ADR-0133: more attempts than 2^53 - 1 is as many
 
 
-def _positive(name: str, value: Any) -> Any:
+def _positive(name: str, value: object) -> float:
     if not is_number(value) or value <= 0:
         raise EnqueueError(f"{name} must be positive, got {value!r}")
     return clamp_duration(value)
 
 
-def _string(name: str, value: Any) -> Any:
+def _string(name: str, value: object) -> str:
     if not isinstance(value, str):
         raise EnqueueError(f"{name} must be a string, got {value!r}")
     return well_formed(value)  # ADR-0133: a lone surrogate is stored as U+FFFD, as the Workers runtime does
 
 
-def _guarantee(name: str, value: Any) -> Any:
+def _guarantee(name: str, value: object) -> object:
     if value not in _GUARANTEES:
         raise EnqueueError(f"guarantee must be 'at-least-once' or 'at-most-once', got {value!r}")
     return value
@@ -271,14 +275,17 @@ def _guarantee(name: str, value: Any) -> Any:
 _BACKOFF_DURATIONS: Final = ("delayMs", "baseMs", "maxMs")
 
 
-def _backoff(name: str, value: Any) -> Any:
+def _backoff(name: str, value: object) -> JsonObject:
+    if not isinstance(value, FixedBackoff | ExponentialBackoff | Mapping):
+        raise EnqueueError(f"backoff must be FixedBackoff, ExponentialBackoff or a mapping, got {value!r}")
     try:
         wire = backoff_from(value).to_wire()
     except InvalidConfigError as error:
         raise EnqueueError(str(error)) from None
     # ADR-0133: a retry lands at now + the delay, which must stay an instant.
     return {
-        key: min(item, MAX_DURATION_MS) if key in _BACKOFF_DURATIONS else item for key, item in wire.items()
+        key: min(item, MAX_DURATION_MS) if key in _BACKOFF_DURATIONS and is_number(item) else item
+        for key, item in wire.items()
     }
 
 
@@ -286,7 +293,7 @@ def _backoff(name: str, value: Any) -> Any:
 _DEBOUNCE_EXCLUDES: Final = ("unique_key", "run_at", "delay_ms", "throttle_key", "id")
 
 
-def check_keyed_options(options: Mapping[str, Any]) -> None:
+def check_keyed_options(options: Mapping[str, object]) -> None:
     """Debounce and throttle options come with their key and go without the options they exclude."""
     for option in ("debounce_ms", "debounce_max_ms"):
         if option in options and "debounce_key" not in options:
@@ -305,20 +312,20 @@ _THROTTLE_FIELDS: Final = {"tokens": "tokens", "interval_ms": "interval_ms", "in
                            "on_excess": "on_excess", "onExcess": "on_excess"}  # fmt: skip
 
 
-def _throttle(name: str, value: Any) -> Any:
+def _throttle(name: str, value: object) -> JsonObject:
     """``{tokens, interval_ms, on_excess}`` (camelCase accepted) -> ``{tokens, intervalMs, onExcess}``."""
     if not isinstance(value, Mapping):
         raise EnqueueError(f"throttle must be a mapping of tokens, interval_ms and on_excess, got {value!r}")
-    fields: dict[str, Any] = {}
+    fields: dict[str, object] = {}
     for key, item in value.items():
         field = _THROTTLE_FIELDS.get(key)
         if field is None:
             raise EnqueueError(f"unknown throttle field: {key!r}")
         fields[field] = item
-    tokens: Any = fields.get("tokens")
-    if not (is_number(tokens) and float(tokens).is_integer() and tokens >= 1):
+    tokens = fields.get("tokens")
+    if not is_number(tokens) or not float(tokens).is_integer() or tokens < 1:
         raise EnqueueError(f"throttle tokens must be an integer >= 1, got {tokens!r}")
-    interval: Any = fields.get("interval_ms")
+    interval = fields.get("interval_ms")
     if not is_number(interval) or interval <= 0:
         raise EnqueueError(f"throttle interval_ms must be positive, got {interval!r}")
     on_excess = fields.get("on_excess", "delay")
@@ -331,7 +338,7 @@ def _throttle(name: str, value: Any) -> Any:
     }
 
 
-_CHECKS: Final[dict[str, Callable[[str, Any], Any]]] = {
+_CHECKS: Final[dict[str, Callable[[str, object], object]]] = {
     "binding": _string,
     "priority": _priority,
     "max_attempts": _max_attempts,

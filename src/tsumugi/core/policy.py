@@ -1,8 +1,10 @@
-"""Shard policy and settings on the wire, with defaults (ADR-0044).
+"""A shard's settings on the wire: policy, retention and notice targets (ADR-0044, ADR-0156).
 
-The wire keeps the original camelCase. Per-key overrides are this port's addition:
-``perKeyConcurrencyOverrides: {key: int}`` and ``perKeyRateOverrides: {key: {tokens, intervalMs} | null}``;
-the single ``perKeyConcurrency``/``perKeyRate`` stay the default for keys without an override.
+The wire keeps the original camelCase. The policy read here is the same ``Policy`` users build
+(``core.config_policy``), so stored and carried settings pass the same checks. Per-key overrides are this
+port's addition: ``perKeyConcurrencyOverrides: {key: int}`` and
+``perKeyRateOverrides: {key: {tokens, intervalMs} | null}``; the single ``perKeyConcurrency``/``perKeyRate``
+stay the default for keys without an override.
 """
 # J-147, J-51, J-175, J-176, J-1
 
@@ -12,88 +14,66 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-DEFAULT_CONCURRENCY: Final = 100  # J-147
-DEFAULT_PER_KEY_CONCURRENCY: Final = 1  # J-147
-DEFAULT_AGING_INTERVAL_MS: Final = 60_000  # J-147: +1 effective priority per minute waited
-DEFAULT_REAPER_GRACE_MS: Final = 30_000  # J-147
-DEFAULT_SWEEP_AFTER_MS: Final = 300_000  # J-170: COMPLETED/CANCELLED kept 5 minutes
-DEFAULT_FAILED_RETENTION_MS: Final = 604_800_000  # J-170: FAILED/STALLED kept 7 days
+from tsumugi.core.config_checks import is_number
+from tsumugi.core.config_policy import OnSettled, Policy, Rate
+from tsumugi.core.defaults import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_FAILED_RETENTION_MS,
+    DEFAULT_PER_KEY_CONCURRENCY,
+    DEFAULT_REAPER_GRACE_MS,
+    DEFAULT_SWEEP_AFTER_MS,
+)
+from tsumugi.core.json_types import JsonMapping, JsonObject, JsonValue
+
+__all__ = [
+    "NOTICE_STATES",
+    "OnSettled",
+    "Policy",
+    "Rate",
+    "ShardSettings",
+    "merge_policy",
+    "policy_from_wire",
+    "rate_from_wire",
+    "settings_from_wire",
+]
+
 NOTICE_STATES: Final = frozenset({"COMPLETED", "FAILED", "CANCELLED", "STALLED"})
 
+# Fields where null means "the default"; agingIntervalMs is not one of them (null disables aging).
+_PLAIN_FIELDS: Final[Mapping[str, tuple[str, JsonValue]]] = {
+    "concurrency": ("concurrency", DEFAULT_CONCURRENCY),
+    "perKeyConcurrency": ("per_key_concurrency", DEFAULT_PER_KEY_CONCURRENCY),
+    "reaperGraceMs": ("reaper_grace_ms", DEFAULT_REAPER_GRACE_MS),
+    "paused": ("paused", False),
+}
 
-@dataclass(frozen=True, slots=True)
-class Rate:
-    """A token bucket's shape: ``tokens`` per ``interval_ms``."""
 
+def rate_from_wire(value: JsonValue) -> Rate | None:
+    """``{tokens, intervalMs}`` or null."""
     # J-148
-
-    tokens: float
-    interval_ms: float
-
-    def to_wire(self) -> dict[str, Any]:
-        return {"tokens": self.tokens, "intervalMs": self.interval_ms}
-
-
-def rate_from_wire(value: Any) -> Rate | None:
     if value is None:
         return None
     if not isinstance(value, Mapping):
         raise ValueError(f"rate must be an object or null: {value!r}")
-    return Rate(tokens=value["tokens"], interval_ms=value["intervalMs"])
+    tokens, interval_ms = value["tokens"], value["intervalMs"]
+    if not is_number(tokens) or not is_number(interval_ms):
+        raise ValueError(f"rate tokens and intervalMs must be numbers: {value!r}")
+    return Rate(tokens=tokens, interval_ms=interval_ms)
 
 
-@dataclass(frozen=True, slots=True)
-class Policy:
-    """The execution limits of one shard (spec 10.3)."""
-
-    # J-147
-
-    concurrency: int = DEFAULT_CONCURRENCY
-    per_key_concurrency: int = DEFAULT_PER_KEY_CONCURRENCY
-    rate: Rate | None = None
-    per_key_rate: Rate | None = None
-    aging_interval_ms: int | None = DEFAULT_AGING_INTERVAL_MS
-    reaper_grace_ms: int = DEFAULT_REAPER_GRACE_MS
-    paused: bool = False
-    per_key_concurrency_overrides: Mapping[str, int] = field(default_factory=dict)
-    per_key_rate_overrides: Mapping[str, Rate | None] = field(default_factory=dict)
-
-    def key_concurrency(self, key: str) -> int:
-        """The concurrency limit of one key: its override, else ``per_key_concurrency``."""
-        return self.per_key_concurrency_overrides.get(key, self.per_key_concurrency)
-
-    def key_rate(self, key: str) -> Rate | None:
-        """The rate of one key: its override (null means unlimited), else ``per_key_rate``."""
-        if key in self.per_key_rate_overrides:
-            return self.per_key_rate_overrides[key]
-        return self.per_key_rate
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "concurrency": self.concurrency,
-            "perKeyConcurrency": self.per_key_concurrency,
-            "rate": self.rate.to_wire() if self.rate else None,
-            "perKeyRate": self.per_key_rate.to_wire() if self.per_key_rate else None,
-            "agingIntervalMs": self.aging_interval_ms,
-            "reaperGraceMs": self.reaper_grace_ms,
-            "paused": self.paused,
-            "perKeyConcurrencyOverrides": dict(self.per_key_concurrency_overrides),
-            "perKeyRateOverrides": {
-                k: (v.to_wire() if v else None) for k, v in self.per_key_rate_overrides.items()
-            },
-        }
+def _object_or_empty(name: str, value: JsonValue) -> JsonMapping:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{name} must be an object or null: {value!r}")
+    return value
 
 
-def _apply(policy: Policy, wire: Mapping[str, Any]) -> Policy:
+def _apply(policy: Policy, wire: JsonMapping) -> Policy:
     """Overlay the wire fields present in ``wire``; None means default except where null is a value."""
+    # Any: the values are wire values, checked by Policy.__post_init__, which replace() runs again.
     changes: dict[str, Any] = {}
-    plain = {
-        "concurrency": ("concurrency", DEFAULT_CONCURRENCY),
-        "perKeyConcurrency": ("per_key_concurrency", DEFAULT_PER_KEY_CONCURRENCY),
-        "reaperGraceMs": ("reaper_grace_ms", DEFAULT_REAPER_GRACE_MS),
-        "paused": ("paused", False),
-    }
-    for wire_key, (attr, default) in plain.items():
+    for wire_key, (attr, default) in _PLAIN_FIELDS.items():
         if wire_key in wire:
             value = wire[wire_key]
             changes[attr] = default if value is None else value
@@ -104,29 +84,24 @@ def _apply(policy: Policy, wire: Mapping[str, Any]) -> Policy:
     if "agingIntervalMs" in wire:  # null disables aging (seed page), so it is a value, not "default"
         changes["aging_interval_ms"] = wire["agingIntervalMs"]
     if "perKeyConcurrencyOverrides" in wire:
-        changes["per_key_concurrency_overrides"] = dict(wire["perKeyConcurrencyOverrides"] or {})
+        limits = _object_or_empty("perKeyConcurrencyOverrides", wire["perKeyConcurrencyOverrides"])
+        changes["per_key_concurrency_overrides"] = dict(limits)
     if "perKeyRateOverrides" in wire:
-        overrides = wire["perKeyRateOverrides"] or {}
-        changes["per_key_rate_overrides"] = {k: rate_from_wire(v) for k, v in overrides.items()}
-    return replace(policy, **changes)
+        rates = _object_or_empty("perKeyRateOverrides", wire["perKeyRateOverrides"])
+        changes["per_key_rate_overrides"] = {key: rate_from_wire(rate) for key, rate in rates.items()}
+    return replace(policy, **changes)  # Policy checks every field again
 
 
-def policy_from_wire(wire: Mapping[str, Any] | None) -> Policy:
+def policy_from_wire(wire: JsonMapping | None) -> Policy:
     """Defaults overlaid with the given fields: omitted fields revert to defaults."""
     # J-51
     return _apply(Policy(), wire or {})
 
 
-def merge_policy(policy: Policy, patch: Mapping[str, Any]) -> Policy:
+def merge_policy(policy: Policy, patch: JsonMapping) -> Policy:
     """Change only the fields given in ``patch``."""
     # J-176
     return _apply(policy, patch)
-
-
-@dataclass(frozen=True, slots=True)
-class OnSettled:
-    binding: str
-    states: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,39 +116,52 @@ class ShardSettings:
     on_failure: str | None = None
     on_settled: OnSettled | None = None
 
-    def to_wire(self) -> dict[str, Any]:
-        wire: dict[str, Any] = {
-            "policy": self.policy.to_wire(),
+    def to_wire(self) -> JsonObject:
+        wire: JsonObject = {
+            "policy": self.policy.to_stored_wire(),
             "sweepAfterMs": self.sweep_after_ms,
             "failedRetentionMs": self.failed_retention_ms,
         }
         if self.on_failure is not None:
             wire["onFailure"] = self.on_failure
         if self.on_settled is not None:
-            wire["onSettled"] = {
-                "binding": self.on_settled.binding,
-                "states": sorted(self.on_settled.states),
-            }
+            states: list[JsonValue] = [state for state in sorted(self.on_settled.states)]
+            wire["onSettled"] = {"binding": self.on_settled.binding, "states": states}
         return wire
 
 
-def settings_from_wire(wire: Mapping[str, Any] | None) -> ShardSettings:
+def _retention_ms(value: JsonValue, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, int | float | str):  # what int() takes, as before the wire was typed
+        return int(value)
+    raise TypeError(f"a retention must be a number of milliseconds, got {value!r}")
+
+
+def _on_settled_from_wire(value: JsonValue) -> OnSettled | None:
+    if not value:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValueError(f"onSettled must be an object: {value!r}")
+    binding, states = value["binding"], value["states"]
+    if not isinstance(binding, str) or not isinstance(states, list | tuple | set | frozenset):
+        raise ValueError(f"onSettled needs a binding name and a list of states: {value!r}")
+    # Unknown states are dropped, not refused: the client checked them against its own list.
+    return OnSettled(binding, [s for s in states if isinstance(s, str) and s in NOTICE_STATES])
+
+
+def settings_from_wire(wire: JsonMapping | None) -> ShardSettings:
     """Replace-semantics settings: every omitted field takes its default."""
     # J-51
     wire = wire or {}
-    on_settled = wire.get("onSettled")
-    sweep_after_ms = wire.get("sweepAfterMs")
-    failed_retention_ms = wire.get("failedRetentionMs")
+    policy = wire.get("policy")
+    on_failure = wire.get("onFailure")
+    if on_failure is not None and not isinstance(on_failure, str):
+        raise ValueError(f"onFailure must be a binding name or null: {on_failure!r}")
     return ShardSettings(
-        policy=policy_from_wire(wire.get("policy")),
-        sweep_after_ms=DEFAULT_SWEEP_AFTER_MS if sweep_after_ms is None else int(sweep_after_ms),
-        failed_retention_ms=(
-            DEFAULT_FAILED_RETENTION_MS if failed_retention_ms is None else int(failed_retention_ms)
-        ),
-        on_failure=wire.get("onFailure"),
-        on_settled=(
-            OnSettled(on_settled["binding"], frozenset(on_settled["states"]) & NOTICE_STATES)
-            if on_settled
-            else None
-        ),
+        policy=policy_from_wire(_object_or_empty("policy", policy)),
+        sweep_after_ms=_retention_ms(wire.get("sweepAfterMs"), DEFAULT_SWEEP_AFTER_MS),
+        failed_retention_ms=_retention_ms(wire.get("failedRetentionMs"), DEFAULT_FAILED_RETENTION_MS),
+        on_failure=on_failure,
+        on_settled=_on_settled_from_wire(wire.get("onSettled")),
     )

@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 
-def normalize_progress(progress: Any) -> float | None:
+def normalize_progress(progress: object) -> float | None:
     """A finite number clamped into [0, 1], or None for "no progress" (leave the stored value)."""
     if isinstance(progress, bool) or not isinstance(progress, int | float):
         return None

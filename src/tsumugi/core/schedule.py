@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tsumugi.core.aging import effective_priority
-from tsumugi.core.policy import Policy
+from tsumugi.core.config_policy import Policy
+from tsumugi.core.defaults import DEFAULT_TIMEOUT_MS
 from tsumugi.core.token_bucket import FRESH_BUCKET, Bucket, ms_until_token, refill
 
 AT_MOST_ONCE = "at-most-once"
@@ -32,7 +33,7 @@ class JobView:
     attempts: int = 0
     max_attempts: int = 3
     guarantee: str = "at-least-once"
-    timeout_ms: int = 60_000
+    timeout_ms: int = DEFAULT_TIMEOUT_MS
     concurrency_key: str | None = None
     dispatched_at: int | None = None
     heartbeat_at: int | None = None

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from tsumugi.core.policy import Rate
+from tsumugi.core.config_policy import Rate
 
 
 @dataclass(frozen=True, slots=True)

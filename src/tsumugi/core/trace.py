@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import Final
 
 from tsumugi.errors import EnqueueError
 
@@ -12,7 +12,7 @@ _TRACEPARENT_RE: Final = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{
 TRACEPARENT_ERROR: Final = "traceparent must be a valid W3C Trace Context version 00 value"
 
 
-def validate_traceparent(value: Any) -> str | None:
+def validate_traceparent(value: object) -> str | None:
     """Return the value (None stays None) if it is a valid version-00 traceparent, else raise."""
     if value is None:
         return None

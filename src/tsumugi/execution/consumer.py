@@ -16,6 +16,7 @@ from typing import Any, Final
 from tsumugi import telemetry
 from tsumugi.client import SHARD_NAMESPACE, env_binding
 from tsumugi.clock import Clock, SystemClock
+from tsumugi.core.defaults import DEFAULT_TIMEOUT_MS  # J-110: when a dispatch message carries no timeoutMs
 from tsumugi.core.ids import parse_job_id, shard_name_of
 from tsumugi.errors import InvalidPayloadError, ResultNotJsonError, TsumugiTimeoutError
 from tsumugi.execution import outcomes
@@ -28,7 +29,6 @@ from tsumugi.ports import JsonDict, PerformerResolver, QueueMessage, ShardNamesp
 
 __all__ = ["DEFAULT_TIMEOUT_MS", "handle_batch"]
 
-DEFAULT_TIMEOUT_MS: Final = 60_000  # J-110: used when a dispatch message carries no timeoutMs
 _log: Final = logging.getLogger("tsumugi")
 
 

@@ -7,12 +7,13 @@ import inspect
 from typing import Any, Final
 
 from tsumugi.clock import Clock, FixedClock, SystemClock
+from tsumugi.core.defaults import DEFAULT_TIMEOUT_MS
 from tsumugi.performer import HeartbeatResult, JobContext
 
 __all__ = ["DEFAULT_TEST_JOB_ID", "TestJobContext", "create_test_context", "fixed_clock", "run_performer"]
 
 DEFAULT_TEST_JOB_ID: Final = "TEST#0:testjob000000000000000000"  # J-78
-DEFAULT_TEST_TIMEOUT_MS: Final = 60_000  # J-78: deadline_at defaults to now + the default timeout_ms
+DEFAULT_TEST_TIMEOUT_MS: Final = DEFAULT_TIMEOUT_MS  # J-78: deadline_at defaults to now + timeout_ms
 
 
 class TestJobContext(JobContext):
