@@ -10,15 +10,14 @@ This module never imports the shard implementation (import-linter).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Final, Protocol, TypeVar
 
 from tsumugi import telemetry
-from tsumugi.core.config import BindingConfig, Policy, binding_config_from
-from tsumugi.core.config_checks import camel_case, from_mapping, is_number
+from tsumugi.core.config import BindingConfig, binding_config_from
 from tsumugi.core.enqueue_keys import EnqueueOutcome, outcome_from_wire
 from tsumugi.core.ids import resolve_shard, shard_name, validate_binding
-from tsumugi.core.input_bounds import clamp_duration, clamp_instant, clamp_safe
+from tsumugi.core.json_types import JsonMapping, JsonObject
 from tsumugi.core.options import (
     OnEnqueue,
     apply_defaults,
@@ -30,153 +29,63 @@ from tsumugi.core.options import (
 from tsumugi.errors import (
     ConfigurationError,
     EnqueueError,
-    InvalidConfigError,
     InvalidJobIdError,
     JobDroppedError,
 )
-from tsumugi.ports import JsonDict, ShardNamespace, ShardRpc
+from tsumugi.ports import ShardNamespace, ShardRpc
+from tsumugi.shard_handle import ShardHandle
+from tsumugi.telemetry.hooks import Inputs
 
-__all__ = ["JobClient", "ShardHandle", "create_client", "enqueue", "enqueue_many", "env_binding", "shard_for"]
+__all__ = [
+    "JobClient",
+    "ShardHandle",
+    "create_client",
+    "enqueue",
+    "enqueue_many",
+    "env_binding",
+    "shard_at",
+    "shard_for",
+]
+
+# The wire input of one job: JSON-shaped, but the payload stays the caller's object until the shard
+# (or the client, for several shards) checks that it encodes (ADR-0120).
+_Wire = dict[str, object]
 
 SHARD_NAMESPACE: Final = "JOB_SHARD"  # the Durable Object binding every enqueue path needs (J-200)
-_SETTINGS_FIELDS: Final = ("policy", "sweep_after_ms", "failed_retention_ms")
 _PLAIN_KEYS: Final = frozenset({"binding", "payload"})
 # A namespace attribute: True when ``enqueue_many`` reaches the shard in process, with the payloads as
 # Python objects, so the shard's own check of a single group's payloads stands for the client's.
 SHARD_CHECKS_PAYLOADS: Final = "shard_checks_payloads"
 
 
-def env_binding(env: Any, name: str) -> Any:
-    """``env[name]`` for a mapping, else ``env.<name>``; None when absent (treats None as absent)."""
+_R = TypeVar("_R")
+
+
+def env_binding(env: object, name: str) -> Any:
+    """``env[name]`` for a mapping, else ``env.<name>``; None when absent (treats None as absent).
+
+    A binding is whatever the platform put there (a Durable Object namespace is a JavaScript proxy on
+    Cloudflare), so its type is the caller's to state.
+    """
     # J-205
     if isinstance(env, Mapping):
         return env.get(name)
     return getattr(env, name, None)
 
 
-def _namespace(env: Any) -> ShardNamespace:
-    namespace = env_binding(env, SHARD_NAMESPACE)
+def _namespace(env: object) -> ShardNamespace:
+    namespace: ShardNamespace | None = env_binding(env, SHARD_NAMESPACE)
     if namespace is None:
         raise ConfigurationError(f"{SHARD_NAMESPACE} is not configured: the environment has no such binding")
-    return namespace  # type: ignore[no-any-return]
+    return namespace
 
 
-def _bounded(value: Any, clamp: Callable[[float], float]) -> Any:
-    """A finite number clamped; anything else passes for the shard to judge."""
-    return clamp(value) if is_number(value) else value
+class _ShardSend(Protocol[_R]):
+    """``ShardRpc.enqueue_many`` or ``ShardRpc.enqueue_outcomes``: one answer per input, in order."""
 
-
-class ShardHandle:
-    """A shard stub whose ``configure`` also takes config objects and snake_case fields."""
-
-    # J-175
-
-    __slots__ = ("_extra", "_static", "stub")
-
-    def __init__(self, stub: ShardRpc, extra_settings: JsonDict, static: JsonDict | None = None) -> None:
-        self.stub = stub
-        self._extra = extra_settings
-        self._static = static  # the binding's settings as enqueues carry them (J-50)
-
-    async def configure(
-        self,
-        settings: Mapping[str, Any] | None = None,
-        *,
-        policy: Policy | Mapping[str, Any] | None = None,
-        sweep_after_ms: int | None = None,
-        failed_retention_ms: int | None = None,
-    ) -> JsonDict:
-        """Replace and pin this shard's settings; omitted fields revert to defaults."""
-        # J-51, J-175
-        fields = from_mapping(
-            "configure", settings or {}, ("policy", "sweep_after_ms", "failed_retention_ms")
-        )
-        given = {
-            "policy": policy,
-            "sweep_after_ms": sweep_after_ms,
-            "failed_retention_ms": failed_retention_ms,
-        }
-        fields.update({name: value for name, value in given.items() if value is not None})
-        config = binding_config_from(fields)
-        if config.policy is not None and config.policy.has_override_functions:
-            raise InvalidConfigError(
-                "configure takes per-key overrides as mappings, not functions (ADR-0056)"
-            )
-        # ADR-0059: pinned settings replace the enqueue-carried ones, so they keep the notice targets.
-        return await self.stub.configure({**config.settings_wire(), **self._extra})
-
-    async def enqueue_many(self, inputs: Sequence[JsonDict], settings: JsonDict | None = None) -> list[str]:
-        return await self.stub.enqueue_many(inputs, settings)
-
-    async def enqueue_outcomes(
-        self, inputs: Sequence[JsonDict], settings: JsonDict | None = None
-    ) -> list[JsonDict]:
-        return await self.stub.enqueue_outcomes(inputs, settings)
-
-    async def report(self, job_id: str, outcome: JsonDict) -> None:
-        await self.stub.report(job_id, outcome)
-
-    async def heartbeat(self, job_id: str, progress: Any = None, attempt: int | None = None) -> JsonDict:
-        return await self.stub.heartbeat(job_id, progress, attempt)
-
-    async def claim(self, job_id: str) -> bool:
-        return await self.stub.claim(job_id)
-
-    async def expire(self, job_id: str) -> bool:
-        return await self.stub.expire(job_id)
-
-    async def retry(self, job_id: str) -> JsonDict:
-        return await self.stub.retry(job_id)
-
-    async def cancel(self, job_id: str) -> JsonDict:
-        return await self.stub.cancel(job_id)
-
-    async def reschedule(
-        self,
-        job_id: str,
-        run_at: int | None = None,
-        delay_ms: int | None = None,
-        priority: float | None = None,
-    ) -> JsonDict:
-        """Move a SCHEDULED job; numbers are clamped to what the shard stores (ADR-0133)."""
-        # J-133
-        return await self.stub.reschedule(
-            job_id,
-            _bounded(run_at, clamp_instant),
-            _bounded(delay_ms, clamp_duration),
-            _bounded(priority, clamp_safe),
-        )
-
-    async def mutate_many(self, action: str, job_ids: Sequence[str]) -> JsonDict:
-        return await self.stub.mutate_many(action, job_ids)
-
-    async def update_policy(self, patch: Mapping[str, Any], settings: JsonDict | None = None) -> JsonDict:
-        """Change only the given policy fields and pin; a bad value raises and changes nothing.
-
-        ``patch`` takes snake_case or camelCase fields; None reverts a field to its default. A shard
-        not yet pinned merges onto ``settings``, by default this client's config of the binding
-        (ADR-0131: before its first enqueue a shard knows only the defaults).
-        """
-        # J-176
-        given = from_mapping("update_policy", patch, Policy.__dataclass_fields__)
-        checked = Policy(**{name: value for name, value in given.items() if value is not None})
-        if checked.has_override_functions:
-            raise InvalidConfigError("update_policy takes per-key overrides as mappings, not functions")
-        full = checked.to_wire()
-        wire = {
-            camel_case(name): None if value is None else full.get(camel_case(name))
-            for name, value in given.items()
-        }
-        return await self.stub.update_policy(wire, settings if settings is not None else self._static)
-
-    async def reset_policy(self, settings: JsonDict | None = None) -> JsonDict:
-        return await self.stub.reset_policy(settings)
-
-    async def diagnostics(self) -> JsonDict:
-        return await self.stub.diagnostics()
-
-    async def state_of(self, job_id: str) -> str | None:
-        return await self.stub.state_of(job_id)
+    def __call__(
+        self, inputs: Sequence[Mapping[str, object]], settings: JsonMapping | None = None, /
+    ) -> Awaitable[list[_R]]: ...
 
 
 class _Route:
@@ -184,19 +93,26 @@ class _Route:
 
     __slots__ = ("config", "dynamic", "settings")
 
-    def __init__(self, config: BindingConfig, extra: JsonDict) -> None:
+    def __init__(self, config: BindingConfig, extra: JsonMapping) -> None:
         self.config = config
         policy = config.policy
         self.dynamic = policy is not None and policy.has_override_functions
-        settings = {**config.settings_wire(), **extra}
-        self.settings: JsonDict | None = settings or None
+        settings: JsonObject = {**config.settings_wire(), **extra}
+        self.settings: JsonObject | None = settings or None
 
-    def settings_for(self, inputs: Sequence[JsonDict]) -> JsonDict | None:
+    def settings_for(self, inputs: Sequence[Mapping[str, object]]) -> JsonObject | None:
         if not self.dynamic:
             return self.settings
-        keys = dict.fromkeys(i["concurrencyKey"] for i in inputs if i.get("concurrencyKey") is not None)
+        keys = {key: None for i in inputs if isinstance(key := i.get("concurrencyKey"), str)}
         # ADR-0056: function overrides are evaluated for the keys this RPC carries.
         return {**(self.settings or {}), **self.config.settings_wire(keys)}
+
+
+def _answers(name: str, wires: Sequence[object], returned: list[_R]) -> list[_R]:
+    """The shard's answers, one per input it was sent."""
+    if len(returned) != len(wires):
+        raise EnqueueError(f"shard {name} answered {len(returned)} times for {len(wires)} jobs")
+    return returned
 
 
 class JobClient:
@@ -206,18 +122,18 @@ class JobClient:
 
     def __init__(
         self,
-        bindings: Mapping[str, BindingConfig | Mapping[str, Any]] | None = None,
+        bindings: Mapping[str, BindingConfig | Mapping[str, object]] | None = None,
         on_enqueue: OnEnqueue | None = None,
         *,
         routed: bool = True,
-        extra_settings: JsonDict | None = None,
+        extra_settings: JsonMapping | None = None,
         required_keys: Mapping[str, frozenset[str]] | None = None,
         known_bindings: Iterable[str] | None = None,
-        preflight: Callable[[Any], None] | None = None,
+        preflight: Callable[[object], None] | None = None,
     ) -> None:
         self._routed = routed
         self._on_enqueue = on_enqueue
-        self._extra = dict(extra_settings or {})
+        self._extra: JsonObject = dict(extra_settings or {})
         self._routes: dict[str, _Route] = {}
         for binding, config in (bindings or {}).items():
             validate_binding(binding)
@@ -233,19 +149,21 @@ class JobClient:
         route = self._routes.get(binding)
         return route.config if route else self._default_route.config
 
-    async def enqueue(self, env: Any, input: Mapping[str, Any] | None = None, /, **options: Any) -> str:
+    async def enqueue(
+        self, env: object, input: Mapping[str, object] | None = None, /, **options: object
+    ) -> str:
         """Enqueue one job; ``input`` and keyword options merge (keywords win). Returns its id."""
         item = {**input, **options} if input is not None else options
         return (await self.enqueue_many(env, [item]))[0]
 
-    async def enqueue_many(self, env: Any, inputs: Sequence[Mapping[str, Any]]) -> list[str]:
+    async def enqueue_many(self, env: object, inputs: Inputs) -> list[str]:
         """Enqueue many jobs, one RPC per destination shard, concurrently; ids in input order."""
         # J-39
         if telemetry.active is not None:  # ADR-0143: a tsumugi.enqueue span, its context as traceparent
             return await telemetry.active.enqueue(inputs, lambda traced: self._enqueue_many(env, traced))
         return await self._enqueue_many(env, inputs)
 
-    async def enqueue_outcomes(self, env: Any, inputs: Sequence[Mapping[str, Any]]) -> list[EnqueueOutcome]:
+    async def enqueue_outcomes(self, env: object, inputs: Inputs) -> list[EnqueueOutcome]:
         """``enqueue_many`` answering what each input did: created, existing, debounced or dropped.
 
         A throttle that drops a job answers ``EnqueueOutcome(id=None, status="dropped")`` here, where
@@ -255,24 +173,26 @@ class JobClient:
             return await telemetry.active.enqueue(inputs, lambda traced: self._outcomes(env, traced))
         return await self._outcomes(env, inputs)
 
-    async def _outcomes(self, env: Any, inputs: Sequence[Mapping[str, Any]]) -> list[EnqueueOutcome]:
-        wires: list[JsonDict] = await self._send(env, inputs, detailed=True)
+    async def _outcomes(self, env: object, inputs: Inputs) -> list[EnqueueOutcome]:
+        wires = await self._send(env, inputs, lambda stub: stub.enqueue_outcomes)
         return [outcome_from_wire(wire) for wire in wires]
 
-    async def _enqueue_many(self, env: Any, inputs: Sequence[Mapping[str, Any]]) -> list[str]:
-        ids: list[str] = await self._send(env, inputs, detailed=False)
+    async def _enqueue_many(self, env: object, inputs: Inputs) -> list[str]:
+        ids = await self._send(env, inputs, lambda stub: stub.enqueue_many)
         for index, job_id in enumerate(ids):
             if job_id == "":  # ADR-0150: no job, so no id to return
                 key = inputs[index].get("throttle_key") or inputs[index].get("throttleKey")
                 raise JobDroppedError(f"the throttle of key {key!r} dropped the job: no job was created")
         return ids
 
-    async def _send(self, env: Any, inputs: Sequence[Mapping[str, Any]], *, detailed: bool) -> list[Any]:
-        """One RPC per destination shard, concurrently; ids (or outcomes when ``detailed``) in input order."""
+    async def _send(
+        self, env: object, inputs: Inputs, pick: Callable[[ShardRpc], _ShardSend[_R]]
+    ) -> list[_R]:
+        """One RPC per destination shard, concurrently; the answers (ids or outcomes) in input order."""
         if self._preflight is not None:
             self._preflight(env)  # J-24: the typed paths check the environment first
-        groups: dict[str, tuple[_Route, list[int], list[JsonDict]]] = {}
-        unchecked: list[Any] = []  # payloads of plain inputs, checked below unless the shard does it
+        groups: dict[str, tuple[_Route, list[int], list[_Wire]]] = {}
+        unchecked: list[object] = []  # payloads of plain inputs, checked below unless the shard does it
         for index, raw in enumerate(inputs):
             route, name, wire = self._prepare(raw, unchecked)
             group = groups.get(name)
@@ -290,23 +210,19 @@ class JobClient:
         if unchecked and (len(groups) > 1 or not getattr(namespace, SHARD_CHECKS_PAYLOADS, False)):
             for payload in unchecked:
                 check_payload(payload)
-        ids: list[Any] = [""] * len(inputs)
+        if len(groups) == 1:  # every input, in input order, to one shard: its answers are the result
+            name, (route, _, wires) = next(iter(groups.items()))
+            return _answers(name, wires, await pick(namespace.get(name))(wires, route.settings_for(wires)))
+        placed: dict[int, _R] = {}
 
-        async def send(name: str, route: _Route, positions: list[int], wires: list[JsonDict]) -> None:
-            stub = namespace.get(name)
-            call = stub.enqueue_outcomes if detailed else stub.enqueue_many
-            returned: list[Any] = await call(wires, route.settings_for(wires))
-            for position, job_id in zip(positions, returned, strict=True):
-                ids[position] = job_id
+        async def send(name: str, route: _Route, positions: list[int], wires: list[_Wire]) -> None:
+            returned = await pick(namespace.get(name))(wires, route.settings_for(wires))
+            placed.update(zip(positions, _answers(name, wires, returned), strict=True))
 
-        if len(groups) == 1:
-            name, (route, positions, wires) = next(iter(groups.items()))
-            await send(name, route, positions, wires)
-        else:
-            await asyncio.gather(*(send(n, r, p, w) for n, (r, p, w) in groups.items()))
-        return ids
+        await asyncio.gather(*(send(n, r, p, w) for n, (r, p, w) in groups.items()))
+        return [placed[index] for index in range(len(inputs))]
 
-    def _prepare(self, raw: Mapping[str, Any], unchecked: list[Any]) -> tuple[_Route, str, JsonDict]:
+    def _prepare(self, raw: Mapping[str, object], unchecked: list[object]) -> tuple[_Route, str, _Wire]:
         """Route and wire of one input; a plain input's payload goes to ``unchecked`` (ADR-0120)."""
         if self._on_enqueue is None and type(raw) is dict and raw.keys() == _PLAIN_KEYS:
             binding = raw["binding"]
@@ -349,7 +265,7 @@ class JobClient:
         self._plain[binding] = plain
         return plain
 
-    def shard_for(self, env: Any, binding: str, partition_key: str | None = None) -> ShardHandle:
+    def shard_for(self, env: object, binding: str, partition_key: str | None = None) -> ShardHandle:
         """The shard a job of ``binding`` with ``partition_key`` goes to; no startup check."""
         # J-203a
         if self._known is not None and binding not in self._known:
@@ -357,11 +273,11 @@ class JobClient:
         route = self._routes.get(binding, self._default_route)
         index = resolve_shard(validate_binding(binding), route.config.shards, partition_key)
         stub = _namespace(env).get(shard_name(binding, index))
-        return ShardHandle(stub, self._extra, route.settings)
+        return ShardHandle(stub, self._extra, route.settings)  # type: ignore[abstract]  # see shard_handle
 
 
 def create_client(
-    bindings: Mapping[str, BindingConfig | Mapping[str, Any]] | None = None,
+    bindings: Mapping[str, BindingConfig | Mapping[str, object]] | None = None,
     on_enqueue: OnEnqueue | None = None,
 ) -> JobClient:
     """A client that needs only ``JOB_SHARD``; ``bindings`` must mirror the main Worker's."""
@@ -372,17 +288,22 @@ def create_client(
 _UNTYPED: Final = JobClient(routed=False)
 
 
-async def enqueue(env: Any, input: Mapping[str, Any]) -> str:
+async def enqueue(env: object, input: Mapping[str, object]) -> str:
     """Untyped enqueue: shard 0, ``partition_key`` ignored, no settings pushed."""
     return await _UNTYPED.enqueue(env, input)
 
 
-async def enqueue_many(env: Any, inputs: Sequence[Mapping[str, Any]]) -> list[str]:
+async def enqueue_many(env: object, inputs: Inputs) -> list[str]:
     """Untyped ``enqueue_many``: every job to shard 0 of its binding, no settings."""
     return await _UNTYPED.enqueue_many(env, inputs)
 
 
-def shard_for(env: Any, binding: str, shard: int = 0) -> ShardRpc:
+def shard_at(env: object, binding: str, shard: int = 0) -> ShardRpc:
     """The shard with index ``shard`` of ``binding`` (an index, not a partition key)."""
     # J-203a
-    return ShardHandle(_namespace(env).get(shard_name(binding, shard)), {})
+    return ShardHandle(_namespace(env).get(shard_name(binding, shard)), {})  # type: ignore[abstract]  # see shard_handle
+
+
+# J-203a: the package exports the index helper as ``shard_for`` (the original's top-level ``shardFor``);
+# ``JobClient.shard_for`` is the other one, by partition key.
+shard_for = shard_at

@@ -10,8 +10,10 @@ Wire shapes (dicts passed across these ports) keep the original camelCase keys.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
+
+from tsumugi.core.json_types import JsonMapping, JsonObject
 
 T = TypeVar("T")
 
@@ -113,17 +115,19 @@ class ShardRpc(Protocol):
 
     # J-22
 
-    async def enqueue_many(self, inputs: Sequence[JsonDict], settings: JsonDict | None = None) -> list[str]:
+    async def enqueue_many(
+        self, inputs: Sequence[Mapping[str, object]], settings: JsonMapping | None = None
+    ) -> list[str]:
         """The ids in input order; a job a throttle dropped has the empty id (ADR-0150)."""
         ...
 
     async def enqueue_outcomes(
-        self, inputs: Sequence[JsonDict], settings: JsonDict | None = None
-    ) -> list[JsonDict]:
+        self, inputs: Sequence[Mapping[str, object]], settings: JsonMapping | None = None
+    ) -> list[JsonObject]:
         """``enqueue_many`` as ``{id, status, runAfter}`` entries (ADR-0149, ADR-0150)."""
         ...
 
-    async def report(self, job_id: str, outcome: JsonDict) -> None:
+    async def report(self, job_id: str, outcome: Mapping[str, object]) -> None:
         """Record an attempt's outcome.
 
         ``outcome`` is ``{ok: true, result, spawns?, attempt?}`` or ``{ok: false, error?, retry?, attempt?}``.
@@ -131,7 +135,7 @@ class ShardRpc(Protocol):
         # J-119
         ...
 
-    async def heartbeat(self, job_id: str, progress: Any = None, attempt: int | None = None) -> JsonDict:
+    async def heartbeat(self, job_id: str, progress: object = None, attempt: int | None = None) -> JsonObject:
         """Returns ``{ok: bool, cancelRequested: bool}``."""
         # J-66, J-69a
         ...
@@ -140,9 +144,9 @@ class ShardRpc(Protocol):
 
     async def expire(self, job_id: str) -> bool: ...
 
-    async def retry(self, job_id: str) -> JsonDict: ...
+    async def retry(self, job_id: str) -> JsonObject: ...
 
-    async def cancel(self, job_id: str) -> JsonDict: ...
+    async def cancel(self, job_id: str) -> JsonObject: ...
 
     async def reschedule(
         self,
@@ -150,18 +154,18 @@ class ShardRpc(Protocol):
         run_at: int | None = None,
         delay_ms: int | None = None,
         priority: float | None = None,
-    ) -> JsonDict: ...
+    ) -> JsonObject: ...
 
     async def mutate_many(self, action: str, job_ids: Sequence[str]) -> JsonDict: ...
 
-    async def configure(self, settings: JsonDict) -> JsonDict: ...
+    async def configure(self, settings: JsonMapping) -> JsonObject: ...
 
-    async def update_policy(self, patch: JsonDict, settings: JsonDict | None = None) -> JsonDict:
+    async def update_policy(self, patch: JsonMapping, settings: JsonMapping | None = None) -> JsonObject:
         """Merge ``patch`` and pin; an unpinned shard merges onto ``settings``, the static ones."""
         # J-176
         ...
 
-    async def reset_policy(self, settings: JsonDict | None = None) -> JsonDict: ...
+    async def reset_policy(self, settings: JsonMapping | None = None) -> JsonObject: ...
 
     async def diagnostics(self) -> JsonDict: ...
 
@@ -181,7 +185,7 @@ class RunRpc(Protocol):
 
     # F-28
 
-    async def notify(self, events: Sequence[JsonDict]) -> None:
+    async def notify(self, events: Sequence[Mapping[str, object]]) -> None:
         """Terminal job events ``{nodeId, jobId, state, result, error, spawns?}``."""
         # F-45
         ...
@@ -199,3 +203,21 @@ class PerformerResolver(Protocol):
     # J-61
 
     def resolve(self, binding: str, env: Any) -> Any | None: ...
+
+
+def rpc_method_names(protocol: type) -> tuple[str, ...]:
+    """The public methods a protocol declares, its protocol bases' included, in declaration order.
+
+    A stub that forwards calls generically installs one forwarder per name, so a method added to the
+    protocol reaches every stub without an edit there.
+    """
+    names: dict[str, None] = {}
+    for cls in reversed(protocol.__mro__):
+        if cls is object or cls is Protocol or not getattr(cls, "_is_protocol", False):
+            continue
+        names.update(
+            (name, None)
+            for name, member in vars(cls).items()
+            if callable(member) and not name.startswith("_")
+        )
+    return tuple(names)

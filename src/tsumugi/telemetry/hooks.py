@@ -8,7 +8,7 @@ from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
-Inputs = Sequence[Mapping[str, Any]]
+Inputs = Sequence[Mapping[str, object]]
 
 
 @dataclass(frozen=True, slots=True)

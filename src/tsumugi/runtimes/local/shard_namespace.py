@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Coroutine, Mapping
+from typing import TYPE_CHECKING
 
-from tsumugi.ports import JsonDict
+from tsumugi.ports import ShardRpc, rpc_method_names
 from tsumugi.runtimes.local.report_batching import ReportBatcher
 from tsumugi.runtimes.local.serial_coordinators import SerialCoordinators
 
+Forwarder = Callable[..., Coroutine[object, object, object]]
+
 
 class SerialStub:
-    """A stub for any coordinator kind (``env.RUN``, ``env.SCHEDULER``): every method waits its turn."""
+    """A stub for any coordinator kind (``env.RUN``, ``env.SCHEDULER``): every method waits its turn.
+
+    What a method takes and answers is the coordinator's own; the caller states the protocol it
+    expects (``RunPeer``, ...), as it would of a Durable Object stub.
+    """
 
     __slots__ = ("_coordinators", "name")
 
@@ -19,18 +25,29 @@ class SerialStub:
         self._coordinators = coordinators
         self.name = name
 
-    def __getattr__(self, method: str) -> Callable[..., Awaitable[Any]]:
+    def __getattr__(self, method: str) -> Forwarder:
         if method.startswith("_"):
             raise AttributeError(method)
 
-        async def call(*args: Any, **kwargs: Any) -> Any:
+        async def call(*args: object, **kwargs: object) -> object:
             return await self._coordinators.call(self.name, method, *args, **kwargs)
 
         return call
 
 
-class SerialShardStub(SerialStub):
-    """A Durable Object stub for one job shard: every RPC waits its turn on the shard's lock (ADR-0050)."""
+if TYPE_CHECKING:
+    _ShardSurface = ShardRpc  # what callers see: every ShardRpc method, typed by the protocol
+else:
+    _ShardSurface = object  # at run time the methods come from _serialised, installed below
+
+
+class SerialShardStub(SerialStub, _ShardSurface):
+    """A Durable Object stub for one job shard: every RPC waits its turn on the shard's lock (ADR-0050).
+
+    Only ``report`` is written here; every other ``ShardRpc`` method is a plain serialised call,
+    installed from the protocol below the class (the same call ``SerialStub`` makes, without building it
+    on each access: these stubs carry the engine's hot path).
+    """
 
     __slots__ = ("_reports",)
 
@@ -38,75 +55,22 @@ class SerialShardStub(SerialStub):
         super().__init__(coordinators, name)
         self._reports = ReportBatcher(coordinators, name)
 
-    async def enqueue_many(self, inputs: Sequence[JsonDict], settings: JsonDict | None = None) -> list[str]:
-        result: list[str] = await self._coordinators.call(self.name, "enqueue_many", inputs, settings)
-        return result
-
-    async def enqueue_outcomes(
-        self, inputs: Sequence[JsonDict], settings: JsonDict | None = None
-    ) -> list[JsonDict]:
-        result: list[JsonDict] = await self._coordinators.call(
-            self.name, "enqueue_outcomes", inputs, settings
-        )
-        return result
-
-    async def report(self, job_id: str, outcome: JsonDict) -> None:
+    async def report(self, job_id: str, outcome: Mapping[str, object]) -> None:
         """Applied together with the reports that arrive while the shard is busy (ADR-0106)."""
         await self._reports.report(job_id, outcome)
 
-    async def heartbeat(self, job_id: str, progress: Any = None, attempt: int | None = None) -> JsonDict:
-        result: JsonDict = await self._coordinators.call(self.name, "heartbeat", job_id, progress, attempt)
-        return result
 
-    async def claim(self, job_id: str) -> bool:
-        return bool(await self._coordinators.call(self.name, "claim", job_id))
+def _serialised(method: str) -> Forwarder:
+    async def call(self: SerialShardStub, *args: object, **kwargs: object) -> object:
+        return await self._coordinators.call(self.name, method, *args, **kwargs)
 
-    async def expire(self, job_id: str) -> bool:
-        return bool(await self._coordinators.call(self.name, "expire", job_id))
+    call.__name__ = call.__qualname__ = method
+    return call
 
-    async def retry(self, job_id: str) -> JsonDict:
-        result: JsonDict = await self._coordinators.call(self.name, "retry", job_id)
-        return result
 
-    async def cancel(self, job_id: str) -> JsonDict:
-        result: JsonDict = await self._coordinators.call(self.name, "cancel", job_id)
-        return result
-
-    async def reschedule(
-        self,
-        job_id: str,
-        run_at: int | None = None,
-        delay_ms: int | None = None,
-        priority: float | None = None,
-    ) -> JsonDict:
-        result: JsonDict = await self._coordinators.call(
-            self.name, "reschedule", job_id, run_at=run_at, delay_ms=delay_ms, priority=priority
-        )
-        return result
-
-    async def mutate_many(self, action: str, job_ids: Sequence[str]) -> JsonDict:
-        result: JsonDict = await self._coordinators.call(self.name, "mutate_many", action, job_ids)
-        return result
-
-    async def configure(self, settings: JsonDict) -> JsonDict:
-        result: JsonDict = await self._coordinators.call(self.name, "configure", settings)
-        return result
-
-    async def update_policy(self, patch: JsonDict, settings: JsonDict | None = None) -> JsonDict:
-        result: JsonDict = await self._coordinators.call(self.name, "update_policy", patch, settings)
-        return result
-
-    async def reset_policy(self, settings: JsonDict | None = None) -> JsonDict:
-        result: JsonDict = await self._coordinators.call(self.name, "reset_policy", settings)
-        return result
-
-    async def diagnostics(self) -> JsonDict:
-        result: JsonDict = await self._coordinators.call(self.name, "diagnostics")
-        return result
-
-    async def state_of(self, job_id: str) -> str | None:
-        result: str | None = await self._coordinators.call(self.name, "state_of", job_id)
-        return result
+for _method in rpc_method_names(ShardRpc):
+    if _method not in vars(SerialShardStub):
+        setattr(SerialShardStub, _method, _serialised(_method))
 
 
 class LocalShardNamespace:
@@ -125,7 +89,8 @@ class LocalShardNamespace:
     def get(self, name: str) -> SerialShardStub:
         stub = self._stubs.get(name)
         if stub is None:
-            stub = self._stubs[name] = SerialShardStub(self.coordinators, name)
+            # mypy counts the installed ShardRpc methods as missing (see _ShardSurface).
+            stub = self._stubs[name] = SerialShardStub(self.coordinators, name)  # type: ignore[abstract]
         return stub
 
 
