@@ -6,7 +6,7 @@ import inspect
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final, TypedDict, TypeVar, cast
 
 from tsumugi.core.config import (
     BindingConfig,
@@ -19,6 +19,7 @@ from tsumugi.core.config_checks import from_mapping
 from tsumugi.core.flow.model import Flow
 from tsumugi.core.flow.validation import validate_flows
 from tsumugi.core.ids import validate_binding
+from tsumugi.core.json_types import JsonObject
 from tsumugi.core.options import OnEnqueue
 from tsumugi.core.schedules import ScheduleDef, normalize_schedules
 from tsumugi.errors import (
@@ -37,9 +38,11 @@ from tsumugi.performer import (
     performer_defaults,
     performer_defaults_wire,
 )
-from tsumugi.ports import JsonDict
 
-__all__ = ["CONFIG_KEYS", "TsumugiDefinition", "parse_definition"]
+if TYPE_CHECKING:
+    from tsumugi.api.options import AuthMiddleware
+
+__all__ = ["CONFIG_KEYS", "MetricsCredentials", "TsumugiDefinition", "TsumugiOptions", "parse_definition"]
 
 CONFIG_KEYS: Final = (
     "performers",
@@ -56,29 +59,50 @@ CONFIG_KEYS: Final = (
     "on_enqueue",
 )
 _REQUIRABLE_KEYS: Final = frozenset({"concurrency_key", "unique_key"})  # J-70
+_SettingsT = TypeVar("_SettingsT", RunSettings, SweepOptions)
+
+# ``metrics=``: ``env -> {"accountId", "apiToken", "dataset"}`` or None, the Analytics Engine credentials.
+MetricsCredentials = Callable[[object], "Mapping[str, object] | None"]
+
+
+class TsumugiOptions(TypedDict, total=False):
+    """The keyword options of ``define_tsumugi``, each checked again when the definition is parsed."""
+
+    performers: Mapping[str, object]  # a Performer subclass, or what remote(...) returns
+    bindings: Mapping[str, BindingConfig | Mapping[str, object]]
+    flows: Mapping[str, Flow]
+    schedules: Mapping[str, Mapping[str, object]]
+    runs: RunSettings | Mapping[str, object]
+    auth: AuthMiddleware | None
+    ui: bool | Mapping[str, object]
+    retention: SweepOptions | Mapping[str, object]
+    metrics: MetricsCredentials | None
+    on_failure: str | None
+    on_settled: OnSettled | Mapping[str, object] | None
+    on_enqueue: OnEnqueue | None
 
 
 @dataclass(frozen=True)
 class TsumugiDefinition:
     """Everything ``define_tsumugi`` was given, validated and converted to config values."""
 
-    performers: Mapping[str, Any]
+    performers: Mapping[str, object]  # a Performer subclass, or what remote(...) returns
     bindings: Mapping[str, BindingConfig] = field(default_factory=dict)
     flows: Mapping[str, Flow] = field(default_factory=dict)
     schedules: tuple[ScheduleDef, ...] = ()
     runs: RunSettings = field(default_factory=RunSettings)
-    auth: Any = None
-    ui: Any = True
+    auth: AuthMiddleware | None = None
+    ui: object = True  # False turns the dashboard off; a mapping sets its options
     retention: SweepOptions = field(default_factory=SweepOptions)
-    metrics: Callable[[Any], Any] | None = None
+    metrics: MetricsCredentials | None = None
     on_failure: str | None = None
     on_settled: OnSettled | None = None
     on_enqueue: OnEnqueue | None = None
 
     @property
-    def performer_classes(self) -> dict[str, type[Performer[Any, Any]]]:
+    def performer_classes(self) -> dict[str, type[Performer]]:
         """Per binding, the Performer subclass it stands for (a ``remote()`` marker's class too)."""
-        found: dict[str, type[Performer[Any, Any]]] = {}
+        found: dict[str, type[Performer]] = {}
         for name, entry in self.performers.items():
             cls = _class_of(entry)
             if cls is not None:
@@ -86,9 +110,9 @@ class TsumugiDefinition:
         return found
 
     @property
-    def wire_defaults(self) -> dict[str, JsonDict]:
+    def wire_defaults(self) -> dict[str, JsonObject]:
         """Per binding, the class-attribute job options in wire form, for node jobs and spawns (ADR-0141)."""
-        found: dict[str, JsonDict] = {}
+        found: dict[str, JsonObject] = {}
         for name, cls in self.performer_classes.items():
             wire = performer_defaults_wire(cls)  # valid: checked by parse_definition
             if wire:
@@ -112,10 +136,10 @@ class TsumugiDefinition:
         return found
 
     @property
-    def notice_settings(self) -> JsonDict:
+    def notice_settings(self) -> JsonObject:
         """The notice targets every enqueue carries to every shard."""
         # J-50, J-180
-        settings: JsonDict = {}
+        settings: JsonObject = {}
         if self.on_failure is not None:
             settings["onFailure"] = self.on_failure
         if self.on_settled is not None:
@@ -123,7 +147,7 @@ class TsumugiDefinition:
         return settings
 
 
-def parse_definition(config: Mapping[str, Any]) -> TsumugiDefinition:
+def parse_definition(config: Mapping[str, object]) -> TsumugiDefinition:
     """Validate a ``define_tsumugi`` configuration; raise ``ConfigurationError`` naming the problem."""
     unknown = sorted(set(config) - set(CONFIG_KEYS))
     if unknown:
@@ -132,7 +156,7 @@ def parse_definition(config: Mapping[str, Any]) -> TsumugiDefinition:
     bindings = _bindings(config.get("bindings"), performers)
     on_failure = config.get("on_failure")
     if on_failure is not None:
-        _registered("on_failure", on_failure, performers)
+        on_failure = _registered("on_failure", on_failure, performers)
     flows = _flows(config.get("flows"), performers)
     schedules = _schedules(config.get("schedules"), performers, bindings, flows)
     on_settled = _on_settled(config.get("on_settled"), performers)
@@ -148,17 +172,19 @@ def parse_definition(config: Mapping[str, Any]) -> TsumugiDefinition:
         flows=flows,
         schedules=schedules,
         runs=_value(RunSettings, "runs", config.get("runs")),
-        auth=config.get("auth"),
+        # The three callables are kept as given: they are called later (per request, per enqueue), so
+        # only their presence and callability are checked here; TsumugiOptions states their signatures.
+        auth=cast("AuthMiddleware | None", config.get("auth")),
         ui=config.get("ui", True),
         retention=_value(SweepOptions, "retention", config.get("retention")),
-        metrics=metrics,
+        metrics=cast("MetricsCredentials | None", metrics),
         on_failure=on_failure,
         on_settled=on_settled,
-        on_enqueue=on_enqueue,
+        on_enqueue=cast("OnEnqueue | None", on_enqueue),
     )
 
 
-def _not_a_mapping(value: Any) -> str:
+def _not_a_mapping(value: object) -> str:
     """What to write instead of a list (or any non-mapping) of performers, with its own classes."""
     classes = [entry for entry in value if isinstance(entry, type)] if isinstance(value, list | tuple) else []
     example = ", ".join(f'"{cls.__name__}": {cls.__name__}' for cls in classes) or '"SendMail": SendMail'
@@ -168,12 +194,12 @@ def _not_a_mapping(value: Any) -> str:
     )
 
 
-def _performers(value: Any) -> dict[str, Any]:
+def _performers(value: object) -> dict[str, object]:
     if value is None:
         raise ConfigurationError("performers is required: a mapping of binding name to performer class")
     if not isinstance(value, Mapping):
         raise ConfigurationError(_not_a_mapping(value))
-    performers: dict[str, Any] = {}
+    performers: dict[str, object] = {}
     for name, entry in value.items():
         try:
             validate_binding(name)
@@ -186,7 +212,7 @@ def _performers(value: Any) -> dict[str, Any]:
     return performers
 
 
-def _performer_class(name: str, entry: Any) -> type[Performer[Any, Any]] | None:
+def _performer_class(name: str, entry: object) -> type[Performer] | None:
     """The class behind an entry; a function, an instance or another class is refused (ADR-0140)."""
     if is_remote(entry):
         return _class_of(entry)
@@ -201,12 +227,12 @@ def _performer_class(name: str, entry: Any) -> type[Performer[Any, Any]] | None:
     )
 
 
-def _class_of(entry: Any) -> type[Performer[Any, Any]] | None:
+def _class_of(entry: object) -> type[Performer] | None:
     cls = entry if isinstance(entry, type) else getattr(entry, "performer", None)
     return cls if isinstance(cls, type) and issubclass(cls, Performer) else None
 
 
-def _check_performer_class(name: str, cls: type[Performer[Any, Any]]) -> None:
+def _check_performer_class(name: str, cls: type[Performer]) -> None:
     required = frozenset(getattr(cls, "requires", frozenset()) or ())
     if not required <= _REQUIRABLE_KEYS:
         raise ConfigurationError(f"performers: {name}.requires may name only concurrency_key and unique_key")
@@ -227,33 +253,32 @@ def _check_performer_class(name: str, cls: type[Performer[Any, Any]]) -> None:
         )
 
 
-def _bindings(value: Any, performers: Mapping[str, Any]) -> dict[str, BindingConfig]:
+def _bindings(value: object, performers: Mapping[str, object]) -> dict[str, BindingConfig]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
         raise ConfigurationError("bindings must be a mapping of binding name to BindingConfig")
     bindings: dict[str, BindingConfig] = {}
     for name, config in value.items():
-        _registered("bindings", name, performers)
-        bindings[name] = binding_config_from(config)
+        bindings[_registered("bindings", name, performers)] = binding_config_from(config)
     return bindings
 
 
-def _flows(value: Any, performers: Mapping[str, Any]) -> dict[str, Flow]:
+def _flows(value: object, performers: Mapping[str, object]) -> dict[str, Flow]:
     """flow names, node bindings and subflow targets are checked now."""
     # F-6, F-12, F-17, J-204
     if value is None:
         return {}
     if not isinstance(value, Mapping):
         raise ConfigurationError("flows must be a mapping of flow name to flow")
-    flows = dict(value)
+    flows: dict[str, Flow] = dict(value)  # each name and value is checked by validate_flows
     validate_flows(flows, performers)
     return flows
 
 
 def _schedules(
-    value: Any,
-    performers: Mapping[str, Any],
+    value: object,
+    performers: Mapping[str, object],
     bindings: Mapping[str, BindingConfig],
     flows: Mapping[str, Flow],
 ) -> tuple[ScheduleDef, ...]:
@@ -271,7 +296,9 @@ def _schedules(
     return tuple(normalize_schedules(specs, shards_of=shards_of, requires_of=requires_of, flow_names=flows))
 
 
-def _with_class_defaults(spec: Mapping[str, Any], performers: Mapping[str, Any]) -> Mapping[str, Any]:
+def _with_class_defaults(
+    spec: Mapping[str, object], performers: Mapping[str, object]
+) -> Mapping[str, object]:
     """A job schedule with its performer's class defaults under the options it sets (ADR-0141)."""
     binding = spec.get("binding")
     cls = _class_of(performers.get(binding)) if isinstance(binding, str) else None
@@ -281,14 +308,14 @@ def _with_class_defaults(spec: Mapping[str, Any], performers: Mapping[str, Any])
     return {**spec, **defaults} if defaults else spec
 
 
-def _requires(entry: Any) -> frozenset[str]:
+def _requires(entry: object) -> frozenset[str]:
     """The keys a performer class (or a ``remote()`` marker's class) declares required."""
     # J-70
     cls = entry if isinstance(entry, type) else getattr(entry, "performer", None)
     return frozenset(getattr(cls, "requires", frozenset()) or ())
 
 
-def _on_settled(value: Any, performers: Mapping[str, Any]) -> OnSettled | None:
+def _on_settled(value: object, performers: Mapping[str, object]) -> OnSettled | None:
     if value is None:
         return None
     if isinstance(value, Mapping):
@@ -299,12 +326,14 @@ def _on_settled(value: Any, performers: Mapping[str, Any]) -> OnSettled | None:
     return value
 
 
-def _registered(option: str, binding: Any, performers: Mapping[str, Any]) -> None:
-    if binding not in performers:
+def _registered(option: str, binding: object, performers: Mapping[str, object]) -> str:
+    """``binding`` when it names a registered performer (every such name is a string)."""
+    if not isinstance(binding, str) or binding not in performers:
         raise ConfigurationError(f"{option}: unknown binding: {binding}")
+    return binding
 
 
-def _value(kind: type[Any], option: str, value: Any) -> Any:
+def _value(kind: type[_SettingsT], option: str, value: object) -> _SettingsT:
     if value is None:
         return kind()
     if isinstance(value, kind):

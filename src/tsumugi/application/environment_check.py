@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from tsumugi.client import env_binding
+from tsumugi.core.json_types import JsonMapping, JsonObject
 from tsumugi.core.wrangler_fragments import (
     LABELS,
     MIGRATIONS_DIR,
@@ -17,17 +17,16 @@ from tsumugi.core.wrangler_fragments import (
     required_bindings,
 )
 from tsumugi.execution import has_perform
-from tsumugi.ports import JsonDict
 
 __all__ = ["MIGRATIONS_DIR", "configuration_report", "jsonc_fragment", "missing_bindings"]
 
 
 def missing_bindings(
-    env: Any, *, flows: bool, schedules: bool, remote_bindings: Iterable[str]
-) -> list[JsonDict]:
+    env: object, *, flows: bool, schedules: bool, remote_bindings: Iterable[str]
+) -> list[JsonObject]:
     """The missing bindings as ``{kind, name, className?, reason}``, in report order; empty when complete."""
     required = required_bindings(flows=flows, schedules=schedules)
-    missing: list[JsonDict] = [
+    missing: list[JsonObject] = [
         {**entry, "reason": "absent"} for entry in required if env_binding(env, entry["name"]) is None
     ]
     for name in remote_bindings:
@@ -39,7 +38,7 @@ def missing_bindings(
     return missing
 
 
-def configuration_report(missing: Sequence[JsonDict], config_format: ConfigFormat = "jsonc") -> str:
+def configuration_report(missing: Sequence[JsonMapping], config_format: ConfigFormat = "jsonc") -> str:
     """The multi-line configuration report: problems, numbered steps, then a pasteable fragment.
 
     The REST 503 and the typed paths use JSONC; ``tsumugi doctor`` passes the project's format.
@@ -47,7 +46,7 @@ def configuration_report(missing: Sequence[JsonDict], config_format: ConfigForma
     lines = ["tsumugi: the wrangler configuration is incomplete"]
     for entry in missing:
         what = "has no performer" if entry.get("reason") == "invalid" else "is not configured"
-        lines.append(f"✗ {entry['name']} ({LABELS[entry['kind']]}) {what}")
+        lines.append(f"✗ {entry['name']} ({LABELS[str(entry['kind'])]}) {what}")
     steps = [f"append the following fragment to wrangler.{config_format}"]
     kinds = {entry["kind"] for entry in missing}
     if "d1" in kinds:
@@ -62,7 +61,7 @@ def configuration_report(missing: Sequence[JsonDict], config_format: ConfigForma
     return "\n".join(lines)
 
 
-def jsonc_fragment(missing: Sequence[JsonDict]) -> str:
+def jsonc_fragment(missing: Sequence[JsonMapping]) -> str:
     """the JSONC blocks for the missing bindings in kind order, joined by ``,\\n``."""
     # C-17, C-18
     return render_jsonc(fragment_blocks(missing))

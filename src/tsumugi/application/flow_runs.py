@@ -5,20 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection, Mapping
-from typing import Any, Final
+from collections.abc import Collection, Iterable, Mapping
+from typing import Final, Protocol
 
 from tsumugi.client import env_binding
 from tsumugi.core.flow.ids import format_run_id, parse_run_id
 from tsumugi.core.ids import new_local_id
 from tsumugi.core.input_bounds import clamp_duration
+from tsumugi.core.json_types import JsonMapping, JsonObject
 from tsumugi.errors import ConfigurationError, InvalidFlowError, UnknownMutationError
-from tsumugi.ports import JsonDict
 
 __all__ = [
     "NO_RUN_BINDING",
     "NO_SCHEDULER_BINDING",
     "SCHEDULER_NAME",
+    "RunHandle",
     "SchedulePrimer",
     "control_run",
     "list_schedules",
@@ -35,20 +36,53 @@ SCHEDULER_NAME: Final = "scheduler"  # S-12: the one Scheduler instance's fixed 
 RUN_ACTIONS: Final = frozenset({"cancel", "retry"})
 
 
-def run_for(env: Any, run_id: str) -> Any:
+class RunHandle(Protocol):
+    """One run's coordinator, as ``env.RUN`` hands it out: in process locally, a Durable Object stub on
+    Workers. Its answers are mappings locally and JS objects on Workers, so they are read defensively."""
+
+    async def start(self, flow: str, input: object, deadline_ms: int | None = None) -> object: ...
+
+    async def state(self) -> str | None: ...
+
+    async def cancel(self) -> object: ...
+
+    async def retry(self) -> object: ...
+
+    async def send_event(self, event: str, payload: object = None) -> object: ...
+
+
+class _Runs(Protocol):
+    """``env.RUN``."""
+
+    def get(self, run_id: str) -> RunHandle: ...
+
+
+class _SchedulerHandle(Protocol):
+    async def list(self) -> Iterable[JsonMapping]: ...
+
+    async def sync(self) -> None: ...
+
+
+class _Schedulers(Protocol):
+    """``env.SCHEDULER``."""
+
+    def get(self, name: str) -> _SchedulerHandle: ...
+
+
+def run_for(env: object, run_id: str) -> RunHandle:
     """The run coordinator's handle for ``run_id``; raises when ``RUN`` is not bound."""
     # F-19
-    runs = env_binding(env, "RUN")
+    runs: _Runs | None = env_binding(env, "RUN")
     if runs is None:
         raise ConfigurationError(NO_RUN_BINDING)
     return runs.get(run_id)
 
 
 async def start_run(
-    env: Any,
+    env: object,
     flows: Collection[str],
     flow: str,
-    input: Any,
+    input: object,
     local_id: str | None = None,
     deadline_ms: int | None = None,
 ) -> str:
@@ -65,7 +99,7 @@ async def start_run(
     return run_id
 
 
-async def control_run(env: Any, run_id: str, action: str) -> JsonDict:
+async def control_run(env: object, run_id: str, action: str) -> JsonObject:
     """``cancel`` or ``retry`` on the run; ``{ok}`` or ``{ok: False, reason}``."""
     # F-69, F-77, F-28
     if action not in RUN_ACTIONS:
@@ -75,7 +109,7 @@ async def control_run(env: Any, run_id: str, action: str) -> JsonDict:
     return dict(result) if isinstance(result, Mapping) else {"ok": bool(getattr(result, "ok", False))}
 
 
-async def send_event(env: Any, run_id: str, event: str, payload: Any = None) -> JsonDict:
+async def send_event(env: object, run_id: str, event: str, payload: object = None) -> JsonObject:
     """Send ``event`` to the run; ``payload`` becomes the result of the node that waits for it.
 
     Returns ``{"ok": True, "node": ..., "state": "COMPLETED"}`` when the waiting node took it, or
@@ -89,10 +123,10 @@ async def send_event(env: Any, run_id: str, event: str, payload: Any = None) -> 
     return dict(result) if isinstance(result, Mapping) else {"ok": False, "reason": "gone"}
 
 
-async def list_schedules(env: Any) -> list[JsonDict]:
+async def list_schedules(env: object) -> list[JsonObject]:
     """every schedule as the Scheduler stores it, no read-model lag."""
     # S-21
-    scheduler = env_binding(env, "SCHEDULER")
+    scheduler: _Schedulers | None = env_binding(env, "SCHEDULER")
     if scheduler is None:
         raise ConfigurationError(NO_SCHEDULER_BINDING)
     return [dict(item) for item in await scheduler.get(SCHEDULER_NAME).list()]
@@ -111,11 +145,11 @@ class SchedulePrimer:
     def primed(self) -> bool:
         return self._task is not None
 
-    def prime(self, env: Any, ctx: Any = None) -> None:
+    def prime(self, env: object, ctx: object = None) -> None:
         """Start the sync unless one ran or runs; never awaited by the event that triggered it."""
         if not self._enabled or self._task is not None:
             return
-        scheduler = env_binding(env, "SCHEDULER")
+        scheduler: _Schedulers | None = env_binding(env, "SCHEDULER")
         if scheduler is None:
             return
         self._task = asyncio.ensure_future(self._sync(scheduler))
@@ -124,7 +158,7 @@ class SchedulePrimer:
         if callable(wait_until):
             wait_until(self._task)  # keeps the isolate (or the local runtime's shutdown) waiting for it
 
-    async def _sync(self, scheduler: Any) -> None:
+    async def _sync(self, scheduler: _Schedulers) -> None:
         try:
             await scheduler.get(SCHEDULER_NAME).sync()
         except Exception:

@@ -10,7 +10,7 @@ never loads it.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any, Final
+from typing import Final
 
 from tsumugi.errors import ConfigurationError
 
@@ -21,7 +21,7 @@ class OutsideWorkers:
     """The base of a bound class where the Workers SDK cannot load (CPython): defining a subclass works, so
     an entry module imports anywhere; creating an instance says why it cannot run here."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: object, **kwargs: object) -> None:
         name = type(self).__name__
         raise ConfigurationError(
             f"{name} is a Durable Object of Python Workers and runs only inside workerd; "
@@ -29,7 +29,7 @@ class OutsideWorkers:
         )
 
 
-def hosted_class(app: Any, base_name: str, class_name: str) -> type:
+def hosted_class(app: object, base_name: str, class_name: str) -> type:
     """A subclass of the runtime's ``base_name`` (``RunObject``, ``SchedulerObject``) with ``app`` set."""
     try:
         base: type = getattr(import_module(_CLOUDFLARE_RUNTIME), base_name)

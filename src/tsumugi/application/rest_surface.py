@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -22,14 +22,15 @@ from tsumugi.projection.analytics_engine import analytics_engine_metrics
 from tsumugi.ui import dashboard_html
 
 if TYPE_CHECKING:
+    from tsumugi.application.definition import MetricsCredentials
     from tsumugi.application.tsumugi import Tsumugi
 
 __all__ = ["build_rest_app", "metrics_resolver", "rest_options", "runtime_gauges"]
 
-MetricsResolver = Callable[[Any], MetricsReader | None]
+MetricsResolver = Callable[[object], MetricsReader | None]
 
 
-def rest_options(app: Tsumugi, env: Any) -> RestOptions:
+def rest_options(app: Tsumugi, env: object) -> RestOptions:
     """Everything ``create_rest_app`` serves for ``app`` in ``env``."""
     return RestOptions(
         auth=app.auth,  # None: every request answers 404 (A-12)
@@ -60,13 +61,13 @@ def rest_options(app: Tsumugi, env: Any) -> RestOptions:
     )
 
 
-def metrics_resolver(resolve: Callable[[Any], Any] | None, clock: Clock) -> MetricsResolver:
+def metrics_resolver(resolve: MetricsCredentials | None, clock: Clock) -> MetricsResolver:
     """``/api/metrics`` readers (ADR-0100): Analytics Engine when ``metrics(env)`` gives credentials,
     else the local runtime's metrics table, in a read model that ``holds_metrics``; otherwise none."""
     # A-24
     remote = analytics_engine_metrics(resolve) if resolve is not None else None
 
-    def reader(env: Any) -> MetricsReader | None:
+    def reader(env: object) -> MetricsReader | None:
         found = remote(env) if remote is not None else None
         if found is not None:
             return found
@@ -79,7 +80,7 @@ def metrics_resolver(resolve: Callable[[Any], Any] | None, clock: Clock) -> Metr
     return reader
 
 
-def runtime_gauges(env: Any) -> RuntimeGauges | None:
+def runtime_gauges(env: object) -> RuntimeGauges | None:
     """ADR-0139: ``GET /metrics`` is served where the runtime binds its gauges (the local runtime does);
     on a Worker nothing binds them, so ``/metrics`` stays an unknown path."""
     found = env_binding(env, RUNTIME_GAUGES_BINDING)
@@ -89,7 +90,7 @@ def runtime_gauges(env: Any) -> RuntimeGauges | None:
     return gauges
 
 
-def build_rest_app(app: Tsumugi, env: Any) -> ASGIApp:
+def build_rest_app(app: Tsumugi, env: object) -> ASGIApp:
     """The REST app, behind a wrapper that primes the scheduler on the first request."""
     # S-14
     rest = create_rest_app(rest_options(app, env))
@@ -102,13 +103,13 @@ def build_rest_app(app: Tsumugi, env: Any) -> ASGIApp:
     return serve
 
 
-def _missing_report(app: Tsumugi, env: Any) -> MissingBindingsReport | None:
+def _missing_report(app: Tsumugi, env: object) -> MissingBindingsReport | None:
     """The configuration report and its entries while bindings are missing (success is cached)."""
     problems = app.environment_report(env)
     return None if problems is None else MissingBindingsReport(problems[0], problems[1])
 
 
-def _dashboard(ui: Any, auth: Any) -> Callable[[], str] | None:
+def _dashboard(ui: object, auth: object) -> Callable[[], str] | None:
     """served only when enabled and auth is configured; the token cookie is the auth's."""
     # U-2, U-6, U-1
     if not ui or auth is None:

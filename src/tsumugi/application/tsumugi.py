@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final, overload
+from typing import TYPE_CHECKING, Final, Protocol, overload
 
 from typing_extensions import Unpack
 
-from tsumugi.application.bound_jobs import BoundJobs, MappingPayloadT, PayloadT
-from tsumugi.application.definition import TsumugiDefinition, parse_definition
+from tsumugi.application.app_settings import AppSettings
+from tsumugi.application.bound_jobs import BoundJobs, MappingPayloadT, PayloadT, ResultT
+from tsumugi.application.definition import TsumugiDefinition, TsumugiOptions, parse_definition
 from tsumugi.application.environment_check import configuration_report, missing_bindings
 from tsumugi.application.flow_runs import (
+    RunHandle,
     SchedulePrimer,
     control_run,
     list_schedules,
@@ -23,24 +25,34 @@ from tsumugi.application.hosting import OutsideWorkers, hosted_class
 from tsumugi.application.typed_inputs import TypedInputs
 from tsumugi.client import JobClient, ShardHandle, env_binding
 from tsumugi.clock import Clock, SystemClock
-from tsumugi.core.config import BindingConfig, OnSettled, RunSettings, SweepOptions
+from tsumugi.core.config import BindingConfig, SweepOptions
 from tsumugi.core.enqueue_keys import EnqueueOutcome
-from tsumugi.core.flow.model import Flow
-from tsumugi.core.options import EnqueueInput, EnqueueOptions, OnEnqueue
-from tsumugi.core.schedules import ScheduleDef
+from tsumugi.core.json_types import JsonMapping, JsonObject
+from tsumugi.core.options import EnqueueInput, EnqueueOptions
 from tsumugi.errors import MissingBindingsError
 from tsumugi.execution import PerformersResolver, handle_batch
 from tsumugi.performer import Performer
-from tsumugi.ports import JsonDict, PerformerResolver, QueueMessage, SqlDatabase
+from tsumugi.ports import PerformerResolver, QueueMessage, SqlDatabase
 from tsumugi.projection import read_model_sweep
+
+if TYPE_CHECKING:
+    import httpx
+    from starlette.types import ASGIApp
 
 __all__ = ["BoundJobs", "ReadModelSweeper", "Tsumugi", "define_tsumugi"]
 
 _log: Final = logging.getLogger("tsumugi")
 
 ReadModelSweeper = Callable[[SqlDatabase, int, SweepOptions], Awaitable[int]]
-ResolverFactory = Callable[[Any], PerformerResolver]
+ResolverFactory = Callable[[object], PerformerResolver]  # the handler's ctx -> who performs its jobs
 _NO_PAYLOAD: Final = object()
+
+
+class QueueBatch(Protocol):
+    """A delivered batch of queue messages, as a Queue consumer receives it."""
+
+    @property
+    def messages(self) -> Sequence[QueueMessage]: ...
 
 
 async def sweep_read_model(db: SqlDatabase, now_ms: int, retention: SweepOptions) -> int:
@@ -50,7 +62,7 @@ async def sweep_read_model(db: SqlDatabase, now_ms: int, retention: SweepOptions
     return await read_model_sweep.sweep_read_model(db, now_ms, options)
 
 
-class Tsumugi:
+class Tsumugi(AppSettings):
     """What ``define_tsumugi`` returns: typed enqueue, shard lookup, consumer and cron handlers."""
 
     def __init__(
@@ -61,25 +73,24 @@ class Tsumugi:
         resolver_factory: ResolverFactory | None = None,
         read_model_sweeper: ReadModelSweeper = sweep_read_model,
     ) -> None:
-        self.definition = definition
+        super().__init__(definition)
         self.clock: Clock = clock or SystemClock()
         self.resolver_factory: ResolverFactory = resolver_factory or self._local_resolver
         self.read_model_sweeper = read_model_sweeper
         self._environment_ok = False
         self._primer = SchedulePrimer(bool(definition.schedules))
-        self._rest_apps: dict[int, tuple[Any, Any]] = {}
+        self._rest_apps: dict[int, tuple[object, ASGIApp]] = {}
         notices = definition.notice_settings
-        common: dict[str, Any] = {"extra_settings": notices}
         self._typed = JobClient(
             definition.bindings,
             definition.on_enqueue,
             required_keys=definition.required_keys,
             known_bindings=definition.performers,
             preflight=self.check_environment,
-            **common,
+            extra_settings=notices,
         )
         # REST uses the same routing, settings and defaults, minus the typed checks (§5.1, A-19).
-        self._rest = JobClient(definition.bindings, definition.on_enqueue, **common)
+        self._rest = JobClient(definition.bindings, definition.on_enqueue, extra_settings=notices)
         # ADR-0140, ADR-0141: payload types and class defaults, for the typed paths and REST alike.
         self._inputs = TypedInputs(definition.performer_classes)
         self._wire_defaults = definition.wire_defaults
@@ -112,69 +123,17 @@ class Tsumugi:
         """Registered bindings, in registration order."""
         return tuple(self.definition.performers)
 
-    @property
-    def binding_configs(self) -> Mapping[str, BindingConfig]:
-        return self.definition.bindings
-
-    @property
-    def performers(self) -> Mapping[str, Any]:
-        return self.definition.performers
-
-    @property
-    def flows(self) -> Mapping[str, Flow]:
-        """Registered flows by name, validated at definition."""
-        # J-204
-        return self.definition.flows
-
-    @property
-    def schedules(self) -> tuple[ScheduleDef, ...]:
-        """Normalized schedules, sorted by name."""
-        # S-2, S-5
-        return self.definition.schedules
-
-    @property
-    def runs(self) -> RunSettings:
-        return self.definition.runs
-
-    @property
-    def auth(self) -> Any:
-        return self.definition.auth
-
-    @property
-    def ui(self) -> Any:
-        return self.definition.ui
-
-    @property
-    def retention(self) -> SweepOptions:
-        return self.definition.retention
-
-    @property
-    def metrics(self) -> Callable[[Any], Any] | None:
-        return self.definition.metrics
-
-    @property
-    def on_failure(self) -> str | None:
-        return self.definition.on_failure
-
-    @property
-    def on_settled(self) -> OnSettled | None:
-        return self.definition.on_settled
-
-    @property
-    def on_enqueue(self) -> OnEnqueue | None:
-        return self.definition.on_enqueue
-
     def binding_config(self, binding: str) -> BindingConfig:
         """The binding's config, or the defaults when none was given."""
         return self._typed.binding_config(binding)
 
-    def static_settings(self, binding: str) -> JsonDict:
+    def static_settings(self, binding: str) -> JsonObject:
         """The settings enqueues carry to ``binding``'s shards: what a policy reset returns to."""
         # J-50
         return {**self.binding_config(binding).settings_wire(), **self.definition.notice_settings}
 
     # ------------------------------------------------------------------ startup validation (J-24, J-205)
-    def missing_bindings(self, env: Any) -> list[JsonDict]:
+    def missing_bindings(self, env: object) -> list[JsonObject]:
         """The missing bindings as ``{kind, name, className?, reason}``; empty when the env is complete."""
         return missing_bindings(
             env,
@@ -184,11 +143,11 @@ class Tsumugi:
         )
 
     @staticmethod
-    def configuration_report(missing: Sequence[JsonDict]) -> str:
+    def configuration_report(missing: Sequence[JsonMapping]) -> str:
         """The report for ``missing``: the problems, the steps that fix them and a wrangler fragment."""
         return configuration_report(missing)
 
-    def environment_report(self, env: Any) -> tuple[str, list[JsonDict]] | None:
+    def environment_report(self, env: object) -> tuple[str, list[JsonObject]] | None:
         """``(report, missing)`` when bindings are missing, else None; success is cached."""
         # J-24, A-75
         if self._environment_ok:
@@ -199,7 +158,7 @@ class Tsumugi:
         self._environment_ok = True
         return None
 
-    def check_environment(self, env: Any) -> None:
+    def check_environment(self, env: object) -> None:
         """Raise ``MissingBindingsError`` with the report; success is cached, failure is not."""
         # J-24
         problems = self.environment_report(env)
@@ -210,8 +169,8 @@ class Tsumugi:
     @overload
     async def enqueue(
         self,
-        env: Any,
-        performer: type[Performer[PayloadT, Any]],
+        env: object,
+        performer: type[Performer[PayloadT, ResultT]],
         payload: PayloadT,
         /,
         **options: Unpack[EnqueueOptions],
@@ -220,25 +179,30 @@ class Tsumugi:
     @overload
     async def enqueue(
         self,
-        env: Any,
-        performer: type[Performer[MappingPayloadT, Any]],
-        payload: Mapping[str, Any],
+        env: object,
+        performer: type[Performer[MappingPayloadT, ResultT]],
+        payload: Mapping[str, object],
         /,
         **options: Unpack[EnqueueOptions],
     ) -> str: ...
 
     @overload
     async def enqueue(
-        self, env: Any, input: EnqueueInput | Mapping[str, Any], /, **options: Unpack[EnqueueInput]
+        self, env: object, input: EnqueueInput | Mapping[str, object], /, **options: Unpack[EnqueueInput]
     ) -> str: ...
 
     @overload
     async def enqueue(
-        self, env: Any, /, *, binding: str, payload: Any, **options: Unpack[EnqueueOptions]
+        self, env: object, /, *, binding: str, payload: object, **options: Unpack[EnqueueOptions]
     ) -> str: ...
 
     async def enqueue(
-        self, env: Any, target: Any = None, payload: Any = _NO_PAYLOAD, /, **options: Any
+        self,
+        env: object,
+        target: type[Performer] | Mapping[str, object] | None = None,
+        payload: object = _NO_PAYLOAD,
+        /,
+        **options: object,
     ) -> str:
         """Enqueue one job and return its id.
 
@@ -248,17 +212,18 @@ class Tsumugi:
         the binding's name. Options the call leaves unset come from the performer's class attributes.
         """
         self.check_environment(env)  # J-24: before the input is looked at
+        item: Mapping[str, object]
         if isinstance(target, type):
             if payload is _NO_PAYLOAD:
                 raise TypeError(f"enqueue(env, {target.__name__}, payload) needs the payload")
-            item: Any = self._inputs.input_for(target, payload, options)
+            item = self._inputs.input_for(target, payload, options)
         elif payload is not _NO_PAYLOAD:
             raise TypeError("enqueue takes (env, PerformerClass, payload) or (env, binding=..., payload=...)")
         else:
             item = {**target, **options} if target is not None else options
         return (await self._typed.enqueue_many(env, [self._inputs.shape(item)]))[0]
 
-    async def enqueue_many(self, env: Any, inputs: Sequence[Mapping[str, Any]]) -> list[str]:
+    async def enqueue_many(self, env: object, inputs: Sequence[Mapping[str, object]]) -> list[str]:
         """Enqueue many jobs, grouped per shard, concurrently; ids in input order.
 
         An input's ``binding`` may be the performer class; payloads are checked like ``enqueue``'s.
@@ -267,24 +232,26 @@ class Tsumugi:
         self.check_environment(env)  # J-24: before the inputs are looked at
         return await self._typed.enqueue_many(env, self._inputs.shape_all(inputs))
 
-    def jobs(self, env: Any) -> BoundJobs:
+    def jobs(self, env: object) -> BoundJobs:
         return BoundJobs(self, env)
 
-    def shard_for(self, env: Any, binding: str, partition_key: str | None = None) -> ShardHandle:
+    def shard_for(self, env: object, binding: str, partition_key: str | None = None) -> ShardHandle:
         """The shard ``binding``'s jobs with ``partition_key`` live in; no startup check."""
         # J-203a
         return self._typed.shard_for(env, binding, partition_key)
 
-    async def rest_enqueue(self, env: Any, wire_input: Mapping[str, Any]) -> str:
+    async def rest_enqueue(self, env: object, wire_input: Mapping[str, object]) -> str:
         """``POST /api/jobs``: the same client as ``enqueue`` without required-key checks."""
         return await self._rest.enqueue(env, self._inputs.shape(wire_input))
 
-    async def rest_enqueue_outcome(self, env: Any, wire_input: Mapping[str, Any]) -> EnqueueOutcome:
+    async def rest_enqueue_outcome(self, env: object, wire_input: Mapping[str, object]) -> EnqueueOutcome:
         """``POST /api/jobs`` with a debounce or throttle key: what the enqueue did (ADR-0149, ADR-0150)."""
         [outcome] = await self._rest.enqueue_outcomes(env, [self._inputs.shape(wire_input)])
         return outcome
 
-    async def enqueue_outcomes(self, env: Any, inputs: Sequence[Mapping[str, Any]]) -> list[EnqueueOutcome]:
+    async def enqueue_outcomes(
+        self, env: object, inputs: Sequence[Mapping[str, object]]
+    ) -> list[EnqueueOutcome]:
         """``enqueue_many`` answering what each input did: created, existing, debounced or dropped.
 
         A throttle with ``on_excess="drop"`` answers ``status="dropped"`` (``id`` None) here, where
@@ -295,7 +262,7 @@ class Tsumugi:
 
     # ------------------------------------------------------------------ runs and schedules (F-19, S-21)
     async def start(
-        self, env: Any, flow: str, input: Any, id: str | None = None, deadline_ms: int | None = None
+        self, env: object, flow: str, input: object, id: str | None = None, deadline_ms: int | None = None
     ) -> str:
         """Start a run of ``flow`` and return ``<flow>:<id>``; one ``id`` starts once."""
         # F-19, F-21
@@ -303,34 +270,34 @@ class Tsumugi:
         return await start_run(env, self.definition.flows, flow, input, id, deadline_ms)
 
     @staticmethod
-    def run_for(env: Any, run_id: str) -> Any:
+    def run_for(env: object, run_id: str) -> RunHandle:
         """The run coordinator's handle: ``start``, ``state``, ``cancel``, ``retry``."""
         # F-19
         return run_for(env, run_id)
 
     @staticmethod
-    async def run_control(env: Any, run_id: str, action: str) -> JsonDict:
+    async def run_control(env: object, run_id: str, action: str) -> JsonObject:
         """``POST /api/runs/{id}/cancel|retry``: ``{ok}`` or ``{ok: False, reason}``."""
         # F-69, F-77
         return await control_run(env, run_id, action)
 
     @staticmethod
-    async def send_event(env: Any, run_id: str, event: str, payload: Any = None) -> JsonDict:
+    async def send_event(env: object, run_id: str, event: str, payload: object = None) -> JsonObject:
         """Send ``event`` to the run's wait-for-event node (ADR-0148); see ``tsumugi.send_event``."""
         return await send_run_event(env, run_id, event, payload)
 
     @staticmethod
-    async def list_schedules(env: Any) -> list[JsonDict]:
+    async def list_schedules(env: object) -> list[JsonObject]:
         """``GET /api/schedules``: straight from the Scheduler."""
         # S-21
         return await list_schedules(env)
 
-    def prime_schedules(self, env: Any, ctx: Any = None) -> None:
+    def prime_schedules(self, env: object, ctx: object = None) -> None:
         """the first fetch, queue or scheduled event starts one background scheduler sync."""
         # S-14
         self._primer.prime(env, ctx)
 
-    def asgi(self, env: Any) -> Any:
+    def asgi(self, env: object) -> ASGIApp:
         """The REST API and dashboard for ``env`` as one ASGI app, built once per env (ADR-0100)."""
         cached = self._rest_apps.get(id(env))
         if cached is None or cached[0] is not env:
@@ -341,7 +308,7 @@ class Tsumugi:
         return cached[1]
 
     # ------------------------------------------------------------------ handlers (J-7, J-207)
-    async def fetch(self, request: Any, env: Any, ctx: Any = None) -> Any:
+    async def fetch(self, request: httpx.Request, env: object, ctx: object = None) -> httpx.Response:
         """Serve one request with the REST API and dashboard: ``httpx.Request`` in, ``httpx.Response`` out.
 
         Lets a custom handler delegate the paths it does not serve; on Workers the entry class
@@ -357,10 +324,12 @@ class Tsumugi:
         response.request = request
         return response
 
-    async def queue(self, batch: Any, env: Any, ctx: Any = None) -> None:
+    async def queue(
+        self, batch: QueueBatch | Sequence[QueueMessage], env: object, ctx: object = None
+    ) -> None:
         """The Queue consumer: ``batch`` is a message batch (``.messages``) or a list of messages."""
         self.prime_schedules(env, ctx)
-        messages: Sequence[QueueMessage] = getattr(batch, "messages", batch)
+        messages = batch.messages if hasattr(batch, "messages") else batch
         await handle_batch(
             messages,
             env,
@@ -369,7 +338,7 @@ class Tsumugi:
             spawn_defaults=self._wire_defaults,
         )
 
-    async def scheduled(self, controller: Any, env: Any, ctx: Any = None) -> int:
+    async def scheduled(self, controller: object, env: object, ctx: object = None) -> int:
         """The cron handler: sweep the read model; returns the number of rows swept."""
         # J-172
         self.prime_schedules(env, ctx)
@@ -379,11 +348,13 @@ class Tsumugi:
             return 0
         return await self.read_model_sweeper(db, self.clock.now(), self.definition.retention)
 
-    def _local_resolver(self, ctx: Any) -> PerformerResolver:
+    def _local_resolver(self, ctx: object) -> PerformerResolver:
         return PerformersResolver(self.definition.performers, ctx)
 
 
-def define_tsumugi(config: Mapping[str, Any] | None = None, /, **options: Any) -> Tsumugi:
+def define_tsumugi(
+    config: Mapping[str, object] | None = None, /, **options: Unpack[TsumugiOptions]
+) -> Tsumugi:
     """Validate the configuration now and return the ``Tsumugi`` object.
 
     Takes keyword options or a single dict of them; an unknown option is an error. Every mistake is
@@ -409,5 +380,5 @@ def define_tsumugi(config: Mapping[str, Any] | None = None, /, **options: Any) -
     - ``on_enqueue``: ``(binding, options) -> options``, defaults applied to every enqueue.
     """
     # J-204
-    merged = {**(config or {}), **options}
+    merged: dict[str, object] = {**(config or {}), **options}
     return Tsumugi(parse_definition(merged))

@@ -9,7 +9,7 @@ through untouched, so the plain enqueue fast path (ADR-0120) stays what it was.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Final, overload
 
 from tsumugi.core.config_checks import camel_case
 from tsumugi.errors import EnqueueError
@@ -24,13 +24,13 @@ class _Shape:
 
     __slots__ = ("binding", "defaults", "types")
 
-    def __init__(self, binding: str, types: PerformerTypes, defaults: Mapping[str, Any]) -> None:
+    def __init__(self, binding: str, types: PerformerTypes, defaults: Mapping[str, object]) -> None:
         self.binding = binding
         self.types = types
         # (snake name, camelCase name, value): an input may spell an option either way
         self.defaults = tuple((name, camel_case(name), value) for name, value in defaults.items())
 
-    def apply(self, item: Mapping[str, Any]) -> dict[str, Any]:
+    def apply(self, item: Mapping[str, object]) -> dict[str, object]:
         shaped = dict(item)
         if "payload" in item:
             shaped["payload"] = self.types.encode_payload(self.binding, item["payload"])
@@ -47,8 +47,8 @@ _NOT_GIVEN: Final = object()
 class TypedInputs:
     """Shapes the inputs of the bindings in ``performers`` (a map of binding to class or marker)."""
 
-    def __init__(self, performers: Mapping[str, type[Any]]) -> None:
-        self._bindings_of: dict[type[Any], list[str]] = {}
+    def __init__(self, performers: Mapping[str, type]) -> None:
+        self._bindings_of: dict[type, list[str]] = {}
         self._shapes: dict[str, _Shape] = {}
         for binding, cls in performers.items():
             self._bindings_of.setdefault(cls, []).append(binding)
@@ -57,7 +57,7 @@ class TypedInputs:
             if types.payload_codec is not None or defaults:
                 self._shapes[binding] = _Shape(binding, types, defaults)
 
-    def binding_of(self, performer: type[Any]) -> str:
+    def binding_of(self, performer: type) -> str:
         """The binding a performer class is registered under."""
         names = self._bindings_of.get(performer)
         if not names:
@@ -67,14 +67,20 @@ class TypedInputs:
             raise EnqueueError(f"{performer.__name__} is registered as {listed}: enqueue with binding=")
         return names[0]
 
-    def input_for(self, performer: type[Any], payload: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+    def input_for(self, performer: type, payload: object, options: Mapping[str, object]) -> dict[str, object]:
         """The input of ``enqueue(env, Performer, payload, **options)``."""
         for key in ("binding", "payload"):
             if key in options:
                 raise TypeError(f"enqueue(env, {performer.__name__}, payload) takes no {key}= keyword")
         return {"binding": self.binding_of(performer), "payload": payload, **options}
 
-    def shape(self, item: Any) -> Any:
+    @overload
+    def shape(self, item: Mapping[str, object]) -> Mapping[str, object]: ...
+
+    @overload
+    def shape(self, item: object) -> object: ...
+
+    def shape(self, item: object) -> object:
         """``item`` ready for the enqueue path; the same object when nothing is to change."""
         if not isinstance(item, Mapping):
             return item  # the enqueue path names the mistake
@@ -85,12 +91,12 @@ class TypedInputs:
         shape = self._shapes.get(binding) if isinstance(binding, str) else None
         return item if shape is None else shape.apply(item)
 
-    def shape_all(self, items: Sequence[Any]) -> Sequence[Any]:
+    def shape_all(self, items: Sequence[Mapping[str, object]]) -> Sequence[Mapping[str, object]]:
         """Every input shaped; the same sequence when none changed (checked before any RPC)."""
         # J-39
         if not self._shapes and not any(isinstance(_binding(item), type) for item in items):
             return items
-        shaped: list[Any] | None = None
+        shaped: list[Mapping[str, object]] | None = None
         for index, item in enumerate(items):
             converted = self.shape(item)
             if converted is not item:
@@ -100,7 +106,7 @@ class TypedInputs:
         return items if shaped is None else shaped
 
 
-def _binding(item: Any) -> Any:
+def _binding(item: object) -> object:
     if type(item) is dict:  # the common case, without an ABC check
         return item.get("binding")
     return item.get("binding") if isinstance(item, Mapping) else None
