@@ -8,7 +8,7 @@ in the REST routes, and Access verification loads only where it is configured.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tsumugi.api.app import create_rest_app
@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     origin = _ORIGINS.get(name)
     if origin is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Final
 from urllib.parse import quote
 
 from starlette.applications import Starlette
@@ -157,7 +157,7 @@ def is_api_path(path: str) -> bool:
     return path == "/api" or path.startswith("/api/")
 
 
-def request_env(request: Request, options: RestOptions) -> Any:
+def request_env(request: Request, options: RestOptions) -> object:
     """ADR-0060: the runtime puts ``env`` into the ASGI scope's state; else the options' env."""
     state = request.scope.get("state")
     if isinstance(state, dict) and "env" in state:
@@ -173,7 +173,7 @@ class RestPipeline:
         self.gate = MigrationGate(options.clock.now)
         self.prometheus = PrometheusEndpoint()
 
-    def _runtime_gauges(self, path: str, env: Any) -> RuntimeGauges | None:
+    def _runtime_gauges(self, path: str, env: object) -> RuntimeGauges | None:
         """ADR-0139: ``/metrics`` is guarded like ``/api`` where a runtime offers gauges, else unknown."""
         resolve = self.options.prometheus
         return resolve(env) if path == METRICS_PATH and resolve is not None else None

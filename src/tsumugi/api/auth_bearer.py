@@ -14,6 +14,8 @@ from starlette.responses import Response
 from tsumugi.api.wire import error_response
 from tsumugi.errors import ConfigurationError
 
+# A resolver reads the app's own env, whatever its runtime makes it (on Workers a JS proxy), as
+# ``lambda env: env.TSUMUGI_TOKEN``: ``Any`` is the type that lets it.
 TokenSource = str | Callable[[Any], str | None]
 
 
@@ -65,11 +67,11 @@ class BearerAuth:
         self._token = token
         self.cookie = cookie
 
-    def _expected(self, env: Any) -> str | None:
+    def _expected(self, env: object) -> str | None:
         value = self._token(env) if callable(self._token) else self._token
         return value if isinstance(value, str) and value else None
 
-    async def __call__(self, request: Request, env: Any) -> Response | None:
+    async def __call__(self, request: Request, env: object) -> Response | None:
         expected = self._expected(env)
         presented = presented_token(request, self.cookie)
         # a resolver without a value never opens up.

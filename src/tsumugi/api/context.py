@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from starlette.requests import Request
 
@@ -14,7 +13,7 @@ from tsumugi.ports import ShardNamespace, SqlDatabase
 @dataclass(frozen=True)
 class RequestContext:
     request: Request
-    env: Any
+    env: object  # what the runtime handed the request; see tsumugi.api.options
     options: RestOptions
     params: dict[str, str]
 

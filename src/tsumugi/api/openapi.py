@@ -11,17 +11,17 @@ import copy
 import json
 from functools import cache
 from importlib import metadata, resources
-from typing import Any
 
 from tsumugi._version import __version__
+from tsumugi.core.json_types import JsonObject
 
 __all__ = ["openapi_document", "package_version"]
 
 
 @cache
-def _static_document() -> dict[str, Any]:
+def _static_document() -> JsonObject:
     text = resources.files(__package__).joinpath("openapi.json").read_text(encoding="utf-8")
-    document: dict[str, Any] = json.loads(text)
+    document: JsonObject = json.loads(text)  # the shipped file: an object with an ``info`` object
     return document
 
 
@@ -34,9 +34,11 @@ def package_version() -> str:
         return __version__
 
 
-def openapi_document(version: str | None = None) -> dict[str, Any]:
+def openapi_document(version: str | None = None) -> JsonObject:
     """The document with ``info.version`` injected at serve time."""
     # A-69
     document = copy.deepcopy(_static_document())
-    document["info"]["version"] = version or package_version()
+    info = document["info"]
+    if isinstance(info, dict):
+        info["version"] = version or package_version()
     return document

@@ -9,7 +9,7 @@ file; ``tests/api/test_openapi.py`` fails when it differs from what the models g
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import Final
 
 from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue, models_json_schema
@@ -17,6 +17,7 @@ from pydantic_core import core_schema
 
 from tsumugi.api import models as m
 from tsumugi.api.openapi_paths import OPERATIONS, Operation, Param
+from tsumugi.core.json_types import JsonObject
 
 DESCRIPTION: Final = (
     "Tsumugi's REST API. Endpoints that depend on optional configuration (job creation, runs, "
@@ -59,7 +60,7 @@ class OpenApiSchema(GenerateJsonSchema):
             value["enum"] = [value.pop("const")]
         return value
 
-    def field_title_should_be_set(self, schema: Any) -> bool:
+    def field_title_should_be_set(self, schema: object) -> bool:
         return False
 
     def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
@@ -69,15 +70,15 @@ class OpenApiSchema(GenerateJsonSchema):
         return value
 
 
-def _parameter(param: Param) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": param.name, "in": param.location, "schema": dict(param.schema)}
+def _parameter(param: Param) -> JsonObject:
+    out: JsonObject = {"name": param.name, "in": param.location, "schema": dict(param.schema)}
     if param.location == "path":
         out["required"] = True
     return out
 
 
-def _operation(op: Operation) -> dict[str, Any]:
-    responses: dict[str, Any] = {
+def _operation(op: Operation) -> JsonObject:
+    responses: JsonObject = {
         str(op.success): {
             "description": "success",
             "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{op.response}"}}},
@@ -93,7 +94,7 @@ def _operation(op: Operation) -> dict[str, Any]:
             "description": op.error_descriptions.get(status, "error"),
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
         }
-    out: dict[str, Any] = {"operationId": op.operation_id, "summary": op.summary}
+    out: JsonObject = {"operationId": op.operation_id, "summary": op.summary}
     if op.params:
         out["parameters"] = [_parameter(p) for p in op.params]
     if op.request is not None:
@@ -105,16 +106,17 @@ def _operation(op: Operation) -> dict[str, Any]:
     return out
 
 
-def build_document() -> dict[str, Any]:
+def build_document() -> JsonObject:
     """The document as generated now, with an empty ``info.version`` (filled in when served)."""
     _, defs = models_json_schema(
         [(model, "validation") for model in SCHEMA_MODELS],
         ref_template="#/components/schemas/{model}",
         schema_generator=OpenApiSchema,
     )
-    paths: dict[str, dict[str, Any]] = {}
+    by_path: dict[str, JsonObject] = {}
     for op in OPERATIONS:
-        paths.setdefault(op.path, {})[op.method.lower()] = _operation(op)
+        by_path.setdefault(op.path, {})[op.method.lower()] = _operation(op)
+    paths: JsonObject = {path: methods for path, methods in by_path.items()}
     return {
         "openapi": "3.1.0",
         "info": {"title": "Tsumugi REST API", "version": "", "description": DESCRIPTION},

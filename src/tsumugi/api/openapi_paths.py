@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
+
+from tsumugi.core.json_types import JsonMapping, JsonValue
 
 
 @dataclass(frozen=True)
 class Param:
     name: str
-    schema: Mapping[str, Any]
+    schema: JsonMapping
     location: str = "query"
 
 
@@ -41,7 +43,7 @@ _PAGING: Final = (
     Param("limit", {"type": "integer", "minimum": 1, "maximum": 100, "default": 20}),
     Param("offset", {"type": "integer", "minimum": 0, "default": 0}),
 )
-_SORTS: Final = ["updated_at", "created_at", "binding", "state", "priority", "attempts"]
+_SORTS: Final[list[JsonValue]] = ["updated_at", "created_at", "binding", "state", "priority", "attempts"]
 _JOB_QUERY: Final = (
     Param("state", _STRING),
     Param("binding", _STRING),

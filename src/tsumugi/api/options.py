@@ -1,4 +1,14 @@
-"""What the REST app needs from the application: ``RestOptions`` and the small protocols it names."""
+"""The REST app's own port: ``RestOptions`` and the small protocols it names.
+
+``tsumugi.ports`` holds what the runtimes implement for the engine. These are narrower: what the REST app
+asks of the application that serves it (``tsumugi.application.rest_surface`` fills ``RestOptions`` in), so
+they live with the app rather than in ``ports``. Their implementers match them by shape and need not
+import this module: the auth middlewares beside it, the projection's metrics readers (``MetricsReader``)
+and the local runtime's gauges (``RuntimeGauges``, found through ``RUNTIME_GAUGES_BINDING``).
+
+An ``env`` is whatever the runtime hands a request (a Workers env, a mapping, a namespace): the app only
+passes it on to these callables and reads bindings from it, so it is typed ``object`` here.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +19,13 @@ from typing import Any, Protocol
 from starlette.requests import Request
 from starlette.responses import Response
 
+from tsumugi.api.shapes import CreateJobRequest
 from tsumugi.clock import Clock, SystemClock
+from tsumugi.core.defaults import DEFAULT_FAILED_RETENTION_MS  # ADR-0156: said once
 from tsumugi.core.enqueue_keys import EnqueueOutcome
-from tsumugi.ports import JsonDict, ShardNamespace, SqlDatabase
+from tsumugi.core.json_types import JsonMapping, JsonObject, JsonValue
+from tsumugi.ports import ShardNamespace, SqlDatabase
 
-DEFAULT_FAILED_RETENTION_MS = 604_800_000  # 7 days (jobs.md 10.2)
 # ADR-0139: the env binding through which a runtime offers ``RuntimeGauges``; only the local runtime binds it.
 RUNTIME_GAUGES_BINDING = "TSUMUGI_PROMETHEUS"
 # ADR-0145: a runtime that binds this to True (the local one) has an app without auth say why it is closed.
@@ -34,7 +46,7 @@ class AuthMiddleware(Protocol):
 
     # A-77
 
-    async def __call__(self, request: Request, env: Any) -> Response | None: ...
+    async def __call__(self, request: Request, env: object) -> Response | None: ...
 
 
 class MetricsReader(Protocol):
@@ -45,7 +57,7 @@ class MetricsReader(Protocol):
 
     # M-8..M-11, M-12
 
-    async def read(self, hours: int, binding: str | None) -> JsonDict: ...
+    async def read(self, hours: int, binding: str | None) -> JsonObject: ...
 
 
 class RuntimeGauges(Protocol):
@@ -67,7 +79,7 @@ class BindingOptions:
 
     shards: int = 1
     failed_retention_ms: int = DEFAULT_FAILED_RETENTION_MS
-    static_settings: JsonDict | None = None
+    static_settings: JsonObject | None = None
 
 
 @dataclass(frozen=True)
@@ -77,22 +89,24 @@ class MissingBindingsReport:
     # A-13
 
     message: str
-    missing: Sequence[JsonDict]
+    missing: Sequence[JsonMapping]
 
 
-def _env_attr(name: str) -> Callable[[Any], Any]:
-    def read(env: Any) -> Any:
+def _env_attr(name: str) -> Callable[[object], Any]:
+    # What a runtime bound under ``name`` (on Workers a JS proxy): the field it fills names its type.
+    def read(env: object) -> Any:
         return env.get(name) if isinstance(env, Mapping) else getattr(env, name, None)
 
     return read
 
 
-EnqueueFn = Callable[[Any, JsonDict], Awaitable[str]]
-EnqueueOutcomeFn = Callable[[Any, JsonDict], Awaitable[EnqueueOutcome]]
-StartRunFn = Callable[[Any, str, Any, str | None, int | None], Awaitable[str]]
-RunControlFn = Callable[[Any, str, str], Awaitable[JsonDict]]
-RunEventFn = Callable[[Any, str, str, Any], Awaitable[JsonDict]]
-SchedulesFn = Callable[[Any], Awaitable[Sequence[JsonDict]]]
+# The answers are only read, so any mapping will do (a coordinator's dict, a typed dict).
+EnqueueFn = Callable[[object, CreateJobRequest], Awaitable[str]]
+EnqueueOutcomeFn = Callable[[object, CreateJobRequest], Awaitable[EnqueueOutcome]]
+StartRunFn = Callable[[object, str, object, str | None, int | None], Awaitable[str]]
+RunControlFn = Callable[[object, str, str], Awaitable[Mapping[str, object]]]
+RunEventFn = Callable[[object, str, str, JsonValue], Awaitable[Mapping[str, object]]]
+SchedulesFn = Callable[[object], Awaitable[Sequence[Mapping[str, object]]]]
 
 
 @dataclass(frozen=True)
@@ -131,13 +145,13 @@ class RestOptions:
     run_control: RunControlFn | None = None
     run_event: RunEventFn | None = None  # ADR-0148
     schedules: SchedulesFn | None = None
-    metrics: Callable[[Any], MetricsReader | None] | None = None
-    check_bindings: Callable[[Any], MissingBindingsReport | None] | None = None
+    metrics: Callable[[object], MetricsReader | None] | None = None
+    check_bindings: Callable[[object], MissingBindingsReport | None] | None = None
     ui: Callable[[], str] | None = None
-    prometheus: Callable[[Any], RuntimeGauges | None] | None = None
-    env: Any = None
-    database: Callable[[Any], SqlDatabase] = field(default=_env_attr("TSUMUGI_DB"))
-    shards: Callable[[Any], ShardNamespace] = field(default=_env_attr("JOB_SHARD"))
+    prometheus: Callable[[object], RuntimeGauges | None] | None = None
+    env: object = None
+    database: Callable[[object], SqlDatabase] = field(default=_env_attr("TSUMUGI_DB"))
+    shards: Callable[[object], ShardNamespace] = field(default=_env_attr("JOB_SHARD"))
     clock: Clock = field(default_factory=SystemClock)
     version: str | None = None  # None: the installed package version (A-69)
     closed_text: str = CLOSED_TEXT

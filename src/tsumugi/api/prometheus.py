@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from starlette.responses import Response
 
@@ -82,7 +82,7 @@ class PrometheusEndpoint:
     def __init__(self) -> None:
         self._counters: dict[int, tuple[RuntimeGauges, SettledCounters]] = {}
 
-    async def serve(self, options: RestOptions, env: Any, runtime: RuntimeGauges) -> Response:
+    async def serve(self, options: RestOptions, env: object, runtime: RuntimeGauges) -> Response:
         try:
             import prometheus_client  # noqa: F401  (ADR-0139: the optional extra)
         except ImportError:
@@ -96,7 +96,7 @@ class PrometheusEndpoint:
             held = self._counters[id(runtime)] = (runtime, SettledCounters(runtime.started_at_ms))
         return held[1]
 
-    async def _read(self, options: RestOptions, env: Any, runtime: RuntimeGauges) -> Scrape:
+    async def _read(self, options: RestOptions, env: object, runtime: RuntimeGauges) -> Scrape:
         db = options.database(env)
         shards = options.shards(env)
         names = list(options.performers or ())

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Final
 
 from starlette.responses import Response
 
@@ -32,6 +33,8 @@ from tsumugi.api.wire import (
     parse_paging,
     read_json_body,
 )
+from tsumugi.core.json_types import JsonValue
+from tsumugi.ports import SqlValue
 from tsumugi.storage import read_model_runs as runs_sql
 
 RUN_GONE: Final = "run is no longer available: removed from the coordinator after the retention period"
@@ -52,21 +55,18 @@ async def list_runs(ctx: RequestContext) -> Response:
     return json_response(body)
 
 
-def _after(text: Any) -> list[str]:
+def _after(text: SqlValue) -> list[str]:
     """stored JSON array text; malformed -> []."""
     # A-61
     try:
-        value = json.loads(text) if isinstance(text, str) else None
+        value: JsonValue = json.loads(text) if isinstance(text, str) else None
     except ValueError:
         return []
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
-def _node(row: dict[str, Any]) -> RunNode:
-    node: RunNode = pick(
-        RunNode, row, id=row["node_id"], container=bool(row["container"]), after=_after(row["after"])
-    )
-    return node
+def _node(row: Mapping[str, SqlValue]) -> RunNode:
+    return pick(RunNode, row, id=row["node_id"], container=bool(row["container"]), after=_after(row["after"]))
 
 
 async def get_run(ctx: RequestContext) -> Response:
@@ -74,7 +74,7 @@ async def get_run(ctx: RequestContext) -> Response:
     if found is None:
         return error_response("not found", 404)
     run, nodes = found
-    detail: RunDetail = pick(RunDetail, run, retryable=run["state"] == "FAILED")
+    detail = pick(RunDetail, run, retryable=run["state"] == "FAILED")
     body: RunDetailResponse = {"run": detail, "nodes": [_node(n) for n in nodes]}
     return json_response(body)
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
 
 from starlette.responses import Response
 
@@ -21,12 +21,14 @@ from tsumugi.api.shapes import (
     pick,
 )
 from tsumugi.api.wire import error_response, json_response, optional_text, parse_paging, query_bound
+from tsumugi.core.json_types import JsonValue
 from tsumugi.core.states import RETRYABLE_STATES
+from tsumugi.ports import SqlValue
 from tsumugi.storage import read_model_jobs as jobs_sql
 from tsumugi.storage.read_model_jobs import JobFilter, JobPage
 
 
-def _retryable(ctx: RequestContext, row: dict[str, Any], now_ms: int) -> bool:
+def _retryable(ctx: RequestContext, row: Mapping[str, SqlValue], now_ms: int) -> bool:
     """FAILED/STALLED rows inside the binding's failed retention (always, when standalone)."""
     # A-33
     if row["state"] not in RETRYABLE_STATES:
@@ -34,12 +36,12 @@ def _retryable(ctx: RequestContext, row: dict[str, Any], now_ms: int) -> bool:
     if ctx.options.performers is None:
         return True
     window_ms = ctx.options.binding(str(row["binding"])).failed_retention_ms
-    return int(row["updated_at"]) > now_ms - window_ms
+    updated_at = row["updated_at"]  # an integer column, never null
+    return isinstance(updated_at, int | float) and int(updated_at) > now_ms - window_ms
 
 
-def _summary(ctx: RequestContext, row: dict[str, Any], now_ms: int) -> JobSummary:
-    summary: JobSummary = pick(JobSummary, row, retryable=_retryable(ctx, row, now_ms))
-    return summary
+def _summary(ctx: RequestContext, row: Mapping[str, SqlValue], now_ms: int) -> JobSummary:
+    return pick(JobSummary, row, retryable=_retryable(ctx, row, now_ms))
 
 
 async def list_jobs(ctx: RequestContext) -> Response:
@@ -67,26 +69,36 @@ async def list_jobs(ctx: RequestContext) -> Response:
     return json_response(body)
 
 
-def _attempts_log(row: dict[str, Any]) -> list[AttemptRecord]:
+def _stored_log(text: SqlValue) -> list[AttemptRecord] | None:
+    """The stored log when it is a non-empty JSON array of attempt records, else None."""
+    if not isinstance(text, str):
+        return None
+    try:
+        entries: JsonValue = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(entries, list) or not entries:
+        return None
+    records = [entry for entry in entries if is_attempt_record(entry)]
+    return records if len(records) == len(entries) else None
+
+
+def _attempts_log(row: Mapping[str, SqlValue]) -> list[AttemptRecord]:
     """the stored log, or one synthesised entry for a completed job without one."""
     # A-36, A-37
-    text = row.get("attempts_log")
-    entries: Any = None
-    if isinstance(text, str):
-        try:
-            entries = json.loads(text)
-        except ValueError:
-            entries = None
+    stored = _stored_log(row.get("attempts_log"))
     # A-37: a malformed log never fails the request; it is replaced as if there were none.
-    if isinstance(entries, list) and entries and all(is_attempt_record(e) for e in entries):
-        return entries
-    if row["state"] == "COMPLETED" and row["dispatched_at"] is not None:
+    if stored is not None:
+        return stored
+    attempts, dispatched_at, updated_at = row["attempts"], row["dispatched_at"], row["updated_at"]
+    # Integer columns; only dispatched_at may be null.
+    if row["state"] == "COMPLETED" and isinstance(dispatched_at, int) and isinstance(updated_at, int):
         return [
             {
-                "attempt": row["attempts"] or 1,
+                "attempt": attempts if isinstance(attempts, int) and attempts else 1,
                 "state": "COMPLETED",
-                "started_at": row["dispatched_at"],
-                "finished_at": row["updated_at"],
+                "started_at": dispatched_at,
+                "finished_at": updated_at,
                 "error": None,
             }
         ]
@@ -98,7 +110,7 @@ async def get_job(ctx: RequestContext) -> Response:
     if row is None:
         return error_response("not found", 404)
     summary = _summary(ctx, row, ctx.now_ms())
-    detail: JobDetail = pick(JobDetail, row, **summary, attempts_log=_attempts_log(row))
+    detail = pick(JobDetail, row, **summary, attempts_log=_attempts_log(row))
     body: JobDetailResponse = {"job": detail}
     return json_response(body)
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Final
 
 from starlette.responses import Response
@@ -22,8 +23,8 @@ from tsumugi.api.wire import (
 from tsumugi.core.enqueue_keys import EnqueueOutcome
 from tsumugi.core.ids import parse_job_id
 from tsumugi.core.input_bounds import clamp_instant
+from tsumugi.core.json_types import JsonObject
 from tsumugi.errors import EnqueueError, InvalidJobIdError, PayloadTooLargeError
-from tsumugi.ports import JsonDict
 from tsumugi.storage import read_model_jobs as jobs_sql
 from tsumugi.storage.read_model_jobs import JobFilter
 
@@ -31,11 +32,11 @@ NOT_ALLOWED: Final = "not allowed in the current state"
 JOB_GONE: Final = "job is no longer available: removed from the coordinator after the retention period"
 
 
-def mutation_response(result: JsonDict, gone_message: str) -> Response:
+def mutation_response(result: Mapping[str, object], gone_message: str) -> Response:
     """ok -> 200, invalid-state -> 409, gone -> 410."""
     # J-131, A-43
     if result.get("ok"):
-        body: JsonDict = {"ok": True}
+        body: JsonObject = {"ok": True}
         if result.get("requested"):
             body["requested"] = True  # J-135: a running job was asked to stop
         return json_response(body)
@@ -63,8 +64,8 @@ async def create_job(ctx: RequestContext) -> Response:
     keyed = ctx.options.enqueue_outcome if _KEYED_FIELDS & accepted.keys() else None
     try:
         if keyed is not None:
-            return _outcome_response(await keyed(ctx.env, dict(accepted)))
-        job_id = await enqueue(ctx.env, dict(accepted))
+            return _outcome_response(await keyed(ctx.env, accepted))
+        job_id = await enqueue(ctx.env, accepted)
     except PayloadTooLargeError as exc:
         raise TooLargeError(str(exc)) from None  # ADR-0133: 413
     except (EnqueueError, InvalidJobIdError) as exc:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
-from typing import Any, Final
+from typing import Final, TypeGuard
 
 from starlette.responses import Response
 
@@ -29,8 +29,8 @@ from tsumugi.api.wire import (
     read_json_body,
 )
 from tsumugi.core.input_bounds import MAX_SAFE_INTEGER
+from tsumugi.core.json_types import JsonMapping, JsonObject, JsonValue
 from tsumugi.errors import MetricsUpstreamError
-from tsumugi.ports import JsonDict
 
 MAX_METRICS_HOURS: Final = 720  # A-66: 30 days
 DEFAULT_METRICS_HOURS: Final = 24
@@ -49,48 +49,45 @@ async def get_diagnostics(ctx: RequestContext) -> Response:
     return json_response(body)
 
 
-def _is_count(value: Any) -> bool:
+def _is_count(value: object) -> TypeGuard[int | float]:
     return is_finite_number(value) and float(value).is_integer() and value >= 0
 
 
-def _check_rate(name: str, value: Any) -> None:
+def _rate(name: str, value: JsonValue) -> JsonObject | None:
+    """A rate as the stores hold it, or None (no rate)."""
     if value is None:
-        return
+        return None
     if not isinstance(value, dict):
         raise BodyError(f"{name} must be an object or null")
+    counts: dict[str, int] = {}
     for part in ("tokens", "intervalMs"):
-        item: Any = value.get(part)
+        item = value.get(part)
         if not _is_count(item) or item <= 0:
             raise BodyError(f"{name}.{part} must be a positive integer")
+        counts[part] = int(min(item, MAX_SAFE_INTEGER))  # ADR-0133: what the stores can hold
+    return {"tokens": counts["tokens"], "intervalMs": counts["intervalMs"]}
 
 
-def validate_policy_patch(body: Any) -> JsonDict:
+def validate_policy_patch(body: JsonValue) -> JsonObject:
     """only the given fields change; at least one must be given (ADR-0067)."""
     # J-176
     if not isinstance(body, dict):
         raise BodyError("body must be an object")
-    patch: JsonDict = {}
+    patch: JsonObject = {}
     if "paused" in body:
-        if not isinstance(body["paused"], bool):
+        paused = body["paused"]
+        if not isinstance(paused, bool):
             raise BodyError("paused must be a boolean")
-        patch["paused"] = body["paused"]
+        patch["paused"] = paused
     for name in _COUNT_FIELDS:
         if name in body:
-            if not _is_count(body[name]):
+            count = body[name]
+            if not _is_count(count):
                 raise BodyError(f"{name} must be a non-negative integer")
-            patch[name] = int(min(body[name], MAX_SAFE_INTEGER))  # ADR-0133: what the stores can hold
+            patch[name] = int(min(count, MAX_SAFE_INTEGER))  # ADR-0133: what the stores can hold
     for name in _RATE_FIELDS:
         if name in body:
-            _check_rate(name, body[name])
-            rate = body[name]
-            patch[name] = (
-                None
-                if rate is None
-                else {
-                    "tokens": int(min(rate["tokens"], MAX_SAFE_INTEGER)),
-                    "intervalMs": int(min(rate["intervalMs"], MAX_SAFE_INTEGER)),
-                }
-            )
+            patch[name] = _rate(name, body[name])
     if "agingIntervalMs" in body:
         aging = body["agingIntervalMs"]
         if aging is not None and not (is_finite_number(aging) and aging > 0):
@@ -170,7 +167,13 @@ async def get_metrics(ctx: RequestContext) -> Response:
         return error_response(str(exc), 502)  # A-68, M-12
     body: MetricsResponse = {
         "hours": hours,
-        "bindings": [pick(BindingMetrics, item) for item in report.get("bindings", [])],
-        "series": [pick(MetricsPoint, point) for point in report.get("series", [])],
+        "bindings": [pick(BindingMetrics, item) for item in _entries(report, "bindings")],
+        "series": [pick(MetricsPoint, point) for point in _entries(report, "series")],
     }
     return json_response(body)
+
+
+def _entries(report: JsonMapping, name: str) -> list[JsonObject]:
+    """A reader's list of points; the readers build it, so it holds objects only."""
+    found = report.get(name)
+    return [item for item in found if isinstance(item, dict)] if isinstance(found, list) else []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Final
+from typing import Final, NoReturn
 
 from starlette.responses import Response
 
@@ -12,6 +12,7 @@ from tsumugi.api.context import RequestContext
 from tsumugi.api.shapes import EventAccepted
 from tsumugi.api.wire import error_response, json_response, read_body
 from tsumugi.core.flow.waits import is_event_name
+from tsumugi.core.json_types import JsonValue
 
 _RUN_ID: Final = re.compile(r"[A-Za-z0-9_-]+:[A-Za-z0-9_-]+")  # A-8
 ALREADY_SATISFIED: Final = "already satisfied"
@@ -53,13 +54,14 @@ async def send_run_event(ctx: RequestContext) -> Response:
     return json_response({"accepted": False, "node": result.get("node"), "error": error}, 409)
 
 
-def _payload(raw: bytes) -> Any:
+def _payload(raw: bytes) -> JsonValue:
     """The body as JSON, decoded as ``read_json_body`` does; an empty body is null (no payload)."""
     text = raw.decode("utf-8-sig", errors="replace")
     if not text.strip():
         return None
-    return json.loads(text, parse_constant=_reject_constant)
+    payload: JsonValue = json.loads(text, parse_constant=_reject_constant)
+    return payload
 
 
-def _reject_constant(name: str) -> Any:
+def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"not JSON: {name}")  # NaN and Infinity are no JSON values

@@ -5,17 +5,21 @@ coordinator answers it already trusts, so shaping means choosing the wire fields
 dropping the rest. That keeps the REST stack importable where pydantic is not (a Python Worker on
 Pyodide, ADR-0128). ``tsumugi.api.models`` declares the same bodies as pydantic models for the OpenAPI
 document and the REST client; ``tests/api/test_shapes.py`` keeps the two field for field.
+
+pydantic reads these shapes in that test and cannot resolve the recursive ``JsonValue`` alias, so a field
+holding any JSON value is ``object`` and a JSON object passed through is ``Mapping[str, object]``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, NotRequired
+from typing import Literal, NotRequired, TypeGuard, TypeVar, cast
 
 from typing_extensions import TypedDict  # pydantic reads this one on Python 3.11 (tests/api/test_shapes.py)
 
 JobStateName = Literal["SCHEDULED", "QUEUED", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "STALLED"]
 Number = int | float  # JS numbers: integral values print without a fraction (jsonwire)
+Shape = TypeVar("Shape")
 
 
 class JobSummary(TypedDict):
@@ -75,7 +79,7 @@ class BulkProgress(TypedDict):
     id: str
     action: str
     state: str
-    filter: dict[str, Any]
+    filter: Mapping[str, object]  # the filter as given
     matched: int
     done: int
     failed: int
@@ -245,7 +249,7 @@ class MetricsResponse(TypedDict):
 
 class PolicyResult(TypedDict):
     ok: Literal[True]
-    settings: dict[str, Any]
+    settings: Mapping[str, object]  # the shard's settings as it answered them
     shards: int
 
 
@@ -258,18 +262,18 @@ class CreateJobRequest(TypedDict):
     # A-38, A-39
 
     binding: str
-    payload: Any
+    payload: object  # any JSON value
     maxAttempts: NotRequired[float]
     delayMs: NotRequired[float]
     priority: NotRequired[float]
     concurrencyKey: NotRequired[str]
     uniqueKey: NotRequired[str]
-    expiresInMs: NotRequired[int]
+    expiresInMs: NotRequired[float]  # a positive integer, perhaps written 5.0
     debounceKey: NotRequired[str]
     debounceMs: NotRequired[float]
     debounceMaxMs: NotRequired[float]
     throttleKey: NotRequired[str]
-    throttle: NotRequired[ThrottleRequest]
+    throttle: NotRequired[object]  # a JSON object, unchecked here: the enqueue holds it to ThrottleRequest
 
 
 class ThrottleRequest(TypedDict):
@@ -292,7 +296,7 @@ class StartRunRequest(TypedDict):
     """``POST /api/runs`` after validation; ``id`` and ``deadlineMs`` are None when not given."""
 
     flow: str
-    input: Any
+    input: object  # any JSON value
     id: str | None
     deadlineMs: int | None
 
@@ -310,21 +314,23 @@ def fields_of(shape: type) -> tuple[str, ...]:
     return tuple(names)
 
 
-def pick(shape: type, source: Mapping[str, Any], **overrides: Any) -> Any:
+def pick(shape: type[Shape], source: Mapping[str, object], **overrides: object) -> Shape:
     """``source`` cut to the fields of ``shape``, in order; ``overrides`` win over ``source``.
 
-    Returns the typed dict the caller names (``Any`` here so that each call site states its shape).
+    The values are not checked: ``source`` is a row or an answer the server wrote itself, whose columns
+    are the shape's fields (the storage tests hold them to it), so the result is taken to be ``shape``.
     """
-    return {name: overrides[name] if name in overrides else source.get(name) for name in fields_of(shape)}
+    picked = {name: overrides[name] if name in overrides else source.get(name) for name in fields_of(shape)}
+    return cast(Shape, picked)
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: object) -> bool:
     if isinstance(value, bool):
         return False
     return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
 
 
-def is_attempt_record(entry: Any) -> bool:
+def is_attempt_record(entry: object) -> TypeGuard[AttemptRecord]:
     """True when a stored attempts-log entry has the fields and types of an ``AttemptRecord``."""
     if not isinstance(entry, dict):
         return False
@@ -339,7 +345,7 @@ def is_attempt_record(entry: Any) -> bool:
     )
 
 
-def blocked_flags(source: Mapping[str, Any]) -> BlockedFlags:
+def blocked_flags(source: Mapping[str, object]) -> BlockedFlags:
     """The shard's ``blocked`` answer; ``paused`` only when the shard reported one."""
     # J-149b
     flags: BlockedFlags = {
@@ -352,9 +358,17 @@ def blocked_flags(source: Mapping[str, Any]) -> BlockedFlags:
     return flags
 
 
-def binding_diagnostics(source: Mapping[str, Any]) -> BindingDiagnostics:
+def _count(value: object) -> int:
+    """A count the shard answered; across a Durable Object RPC it may arrive as an integral float."""
+    if isinstance(value, int):
+        return value
+    return int(value) if isinstance(value, float) and value.is_integer() else 0
+
+
+def binding_diagnostics(source: Mapping[str, object]) -> BindingDiagnostics:
+    blocked = source.get("blocked")
     return {
-        "active": source["active"],
-        "outbox": source["outbox"],
-        "blocked": blocked_flags(source.get("blocked") or {}),
+        "active": _count(source["active"]),
+        "outbox": _count(source["outbox"]),
+        "blocked": blocked_flags(blocked if isinstance(blocked, Mapping) else {}),
     }

@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Final
+from typing import Final, NoReturn, TypeGuard
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from tsumugi.core import jsonwire
 from tsumugi.core.input_bounds import clamp_instant
+from tsumugi.core.json_types import JsonValue
 
 JSON_MEDIA_TYPE: Final = "application/json; charset=UTF-8"  # A-2: as the original framework sends it
 HTML_MEDIA_TYPE: Final = "text/html; charset=UTF-8"
@@ -54,8 +55,11 @@ class TooLargeError(Exception):
         self.message = message
 
 
-def json_response(body: Any, status: int = 200) -> Response:
-    """Compact JSON with integral numbers printed as integers."""
+def json_response(body: object, status: int = 200) -> Response:
+    """Compact JSON with integral numbers printed as integers.
+
+    ``body`` is a JSON value or a typed shape of one; ``jsonwire`` refuses anything else.
+    """
     # A-2, A-10
     return Response(jsonwire.dumps(body), status_code=status, media_type=JSON_MEDIA_TYPE)
 
@@ -76,7 +80,7 @@ def not_found_text() -> Response:
     return PlainTextResponse("404 Not Found", status_code=404, media_type=TEXT_MEDIA_TYPE)
 
 
-def _reject_constant(name: str) -> Any:
+def _reject_constant(name: str) -> NoReturn:
     raise ValueError(name)  # JSON.parse knows no NaN/Infinity literals
 
 
@@ -103,7 +107,7 @@ async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
     return b"".join(chunks)
 
 
-async def read_json_body(request: Request) -> Any:
+async def read_json_body(request: Request) -> JsonValue:
     """Parse the body as JSON whatever the Content-Type; raise BodyError on empty or invalid.
 
     A body over ``MAX_BODY_BYTES`` is refused with 413 before it is parsed (ADR-0133).
@@ -113,9 +117,10 @@ async def read_json_body(request: Request) -> Any:
     # As the Fetch API's text(): a leading BOM is dropped and invalid UTF-8 becomes U+FFFD.
     text = raw.decode("utf-8-sig", errors="replace")
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        parsed: JsonValue = json.loads(text, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
         raise BodyError("body must be valid JSON") from exc
+    return parsed
 
 
 def js_number(text: str) -> float:
@@ -134,7 +139,7 @@ def js_number(text: str) -> float:
     return math.nan
 
 
-def is_finite_number(value: Any) -> bool:
+def is_finite_number(value: object) -> TypeGuard[int | float]:
     """A JSON number that JS ``Number.isFinite`` accepts (booleans are not numbers)."""
     if isinstance(value, bool):
         return False
