@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
@@ -43,7 +43,7 @@ class BulkProgress(BaseModel):
     id: str
     action: str
     state: Literal["running", "done"]
-    filter: dict[str, Any]
+    filter: dict[str, object]
     matched: int
     done: int
     failed: int

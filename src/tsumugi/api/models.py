@@ -7,7 +7,7 @@ properties beside the camelCase fields, and ``decoded_*`` beside the JSON-text f
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, WithJsonSchema
 from pydantic.json_schema import SkipJsonSchema
@@ -118,7 +118,7 @@ class ThrottleRequest(BaseModel):
 
 class CreateJobRequest(BaseModel):
     binding: str = Field(min_length=1)
-    payload: Any
+    payload: object
     maxAttempts: Annotated[float, Field(ge=1)] | Omitted = None
     delayMs: Annotated[float, Field(ge=0)] | Omitted = None
     priority: float | Omitted = None
@@ -337,7 +337,7 @@ class RunDetailResponse(BaseModel):
 
 class StartRunRequest(BaseModel):
     flow: str = Field(min_length=1)
-    input: Any
+    input: object
     id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]*$")] | Omitted = None
     deadlineMs: Annotated[int, Field(ge=1)] | Omitted = None
 
@@ -383,7 +383,7 @@ class PolicyPatch(BaseModel):
 
 class PolicyResult(BaseModel):
     ok: Literal[True]
-    settings: dict[str, Any]
+    settings: dict[str, object]
     shards: int
 
 
