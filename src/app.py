@@ -6,6 +6,10 @@ reports; ``PIPELINE`` runs ``GREETINGS`` as a subflow, then a summary; ``TIMED``
 ten minutes; ``NAPPING`` sleeps first and ``APPROVAL`` waits for an event. Schedules poll ``ListNames``,
 ping ``Hello`` and start ``GREETINGS`` nightly.
 The REST API and dashboard answer with the bearer token ``TSUMUGI_TOKEN`` (header or cookie).
+
+The performers are untyped: ``payload: Any`` declares no payload type, so payloads are not checked at
+enqueue and ``perform`` gets the stored JSON (ADR-0140). Declare ``Performer[MailIn, None]`` (a dataclass
+or TypedDict) to have them checked.
 """
 # J-60
 
@@ -84,7 +88,7 @@ class ListNames(Performer):
 class Greet(Performer):
     """Returns ``{"greeted": name}``."""
 
-    async def perform(self, payload: Any, ctx: JobContext) -> dict[str, Any]:
+    async def perform(self, payload: Any, ctx: JobContext) -> dict[str, object]:
         return {"greeted": payload.get("name")}
 
 
@@ -111,7 +115,7 @@ class Shout(Performer):
 
     # J-62
 
-    async def perform(self, payload: Any, ctx: JobContext) -> dict[str, Any]:
+    async def perform(self, payload: Any, ctx: JobContext) -> dict[str, str | bool]:
         beat = await ctx.heartbeat(0.5)
         return {"shouted": str(payload.get("text", "")).upper(), "cancelRequested": beat.cancel_requested}
 
@@ -184,7 +188,7 @@ def _ping(context: ScheduleContext) -> dict[str, str]:
     return {"name": f"ping-{context.scheduled_at}"}  # S-4: the occurrence, not the firing time
 
 
-def _token(env: Any) -> str | None:
+def _token(env: object) -> str | None:
     """The bearer token: the Worker's ``TSUMUGI_TOKEN`` secret, or ``.dev.vars`` under ``tsumugi dev``."""
     token = env.get("TSUMUGI_TOKEN") if isinstance(env, Mapping) else getattr(env, "TSUMUGI_TOKEN", None)
     return token if isinstance(token, str) else None
@@ -209,7 +213,7 @@ tsumugi = define_tsumugi(
 )
 
 
-def _refusal(request: Request, env: Any) -> Response | None:
+def _refusal(request: Request, env: object) -> Response | None:
     """Bearer ``TSUMUGI_TOKEN``; with no token configured the routes answer 404 (fail-closed)."""
     # J-9
     token = _token(env)
@@ -225,7 +229,7 @@ async def _body_field(request: Request, name: str, default: str) -> str:
     return str(body.get(name, default)) if isinstance(body, dict) else default
 
 
-def http_routes(env: Any) -> list[BaseRoute]:
+def http_routes(env: object) -> list[BaseRoute]:
     """The example's own routes: ``POST /hello[/{name}]`` enqueue Hello, ``POST /greetings[/{prefix}]``
     starts a GREETINGS run; each answers 201 ``{"id"}`` like ``POST /api/jobs`` and ``/api/runs``."""
 
