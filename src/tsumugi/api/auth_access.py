@@ -14,24 +14,25 @@ import binascii
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from tsumugi.api.auth_bearer import read_cookie, unauthorized
 from tsumugi.clock import Clock, SystemClock
+from tsumugi.core.json_types import JsonMapping, JsonObject, JsonValue
 from tsumugi.errors import ConfigurationError
 
 DEFAULT_JWKS_TTL_MS: Final = 3_600_000  # A-86: one hour
 JWKS_TIMEOUT_S: Final = 10.0
 
-FetchJwks = Callable[[str], Awaitable[dict[str, Any]]]
+FetchJwks = Callable[[str], Awaitable[JsonObject]]
 # (jwk, signed bytes, signature) -> valid; False for a key that is not an RSA public key.
-VerifyRs256 = Callable[[dict[str, Any], bytes, bytes], Awaitable[bool]]
+VerifyRs256 = Callable[[JsonObject, bytes, bytes], Awaitable[bool]]
 
 # A-86: process-wide, per URL: (fetched_at_ms, jwks).
-_jwks_cache: dict[str, tuple[int, dict[str, Any]]] = {}
+_jwks_cache: dict[str, tuple[int, JsonObject]] = {}
 
 
 def clear_jwks_cache() -> None:
@@ -39,18 +40,20 @@ def clear_jwks_cache() -> None:
     _jwks_cache.clear()
 
 
-async def _fetch_jwks_over_http(url: str) -> dict[str, Any]:
+async def _fetch_jwks_over_http(url: str) -> JsonObject:
     """The default fetcher; the Workers runtime passes its own ``fetch_jwks`` instead."""
     import httpx  # imported here: Workers bundles need not ship an HTTP client for Access
 
     async with httpx.AsyncClient(timeout=JWKS_TIMEOUT_S) as client:
         answer = await client.get(url)
         answer.raise_for_status()
-        data: dict[str, Any] = answer.json()
+        data: JsonValue = answer.json()
+        if not isinstance(data, dict):
+            raise ValueError(f"the JWKS at {url} is not a JSON object")
         return data
 
 
-async def _verify_with_cryptography(jwk: dict[str, Any], signed: bytes, signature: bytes) -> bool:
+async def _verify_with_cryptography(jwk: JsonObject, signed: bytes, signature: bytes) -> bool:
     """The default verifier: PyJWT's RS256 over ``cryptography``, imported on first use."""
     from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
     from jwt.algorithms import RSAAlgorithm
@@ -82,16 +85,17 @@ def use_access_platform(platform: AccessPlatform) -> None:
     _platform = platform
 
 
-def _segment_json(segment: str) -> Any:
+def _segment_json(segment: str) -> JsonValue:
     padded = segment + "=" * (-len(segment) % 4)
-    return json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+    decoded: JsonValue = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+    return decoded
 
 
 def _segment_bytes(segment: str) -> bytes:
     return base64.urlsafe_b64decode((segment + "=" * (-len(segment) % 4)).encode("ascii"))
 
 
-def _decode(token: str) -> tuple[dict[str, Any], dict[str, Any], list[str]] | None:
+def _decode(token: str) -> tuple[JsonObject, JsonObject, list[str]] | None:
     parts = token.split(".")
     if len(parts) != 3:
         return None
@@ -124,7 +128,7 @@ class AccessAuth:
         self._fetch = fetch_jwks
         self._clock = clock or SystemClock()
 
-    def _claims_ok(self, header: dict[str, Any], payload: dict[str, Any], now_ms: int) -> bool:
+    def _claims_ok(self, header: JsonMapping, payload: JsonMapping, now_ms: int) -> bool:
         if header.get("alg") != "RS256" or not header.get("kid"):
             return False
         if payload.get("iss") != self.issuer:
@@ -139,7 +143,7 @@ class AccessAuth:
         nbf = payload.get("nbf")
         return not (isinstance(nbf, int | float) and not isinstance(nbf, bool) and nbf > now_s)
 
-    async def _jwks(self, now_ms: int) -> dict[str, Any]:
+    async def _jwks(self, now_ms: int) -> JsonObject:
         cached = _jwks_cache.get(self.jwks_url)
         if cached is not None and now_ms - cached[0] < self._ttl_ms:
             return cached[1]
@@ -147,15 +151,16 @@ class AccessAuth:
         _jwks_cache[self.jwks_url] = (now_ms, jwks)
         return jwks
 
-    async def verify(self, token: str) -> dict[str, Any] | None:
+    async def verify(self, token: str) -> JsonObject | None:
         """The verified claims, or None when any check fails."""
         decoded = _decode(token)
         now_ms = self._clock.now()
         if decoded is None or not self._claims_ok(decoded[0], decoded[1], now_ms):
             return None
         header, payload, parts = decoded
-        keys = (await self._jwks(now_ms)).get("keys") or []
-        jwk = next((k for k in keys if isinstance(k, dict) and k.get("kid") == header["kid"]), None)
+        keys = (await self._jwks(now_ms)).get("keys")
+        listed = keys if isinstance(keys, list) else []  # a JWKS without a key list holds no key
+        jwk = next((k for k in listed if isinstance(k, dict) and k.get("kid") == header["kid"]), None)
         if jwk is None:
             return None  # A-86: an unknown kid does not refetch
         try:
@@ -167,7 +172,7 @@ class AccessAuth:
             return None  # a malformed key is a refusal too
         return payload
 
-    async def __call__(self, request: Request, env: Any) -> Response | None:
+    async def __call__(self, request: Request, env: object) -> Response | None:
         token = request.headers.get("cf-access-jwt-assertion") or read_cookie(request, "CF_Authorization")
         if not token:
             return unauthorized()

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from tsumugi.api.validation import BULK_MAX_IDS
 from tsumugi.api.wire import BodyError, is_finite_number
 from tsumugi.core.ids import parse_job_id
 from tsumugi.core.input_bounds import clamp_duration, clamp_instant, clamp_safe, well_formed
+from tsumugi.core.json_types import JsonMapping, JsonObject, JsonValue
 from tsumugi.errors import InvalidJobIdError
-from tsumugi.ports import JsonDict, ShardNamespace
+from tsumugi.ports import ShardNamespace
 from tsumugi.storage.bulk_actions import BulkActions, BulkRecord
 from tsumugi.storage.read_model_jobs import JobFilter
 
@@ -41,43 +41,45 @@ class BulkSpec:
 
     action: str
     filter: JobFilter
-    selection: JsonDict  # the filter as given, stored with the action and answered back
+    selection: JsonObject  # the filter as given, stored with the action and answered back
     dry_run: bool
     cap: int | None
-    options: JsonDict  # includeRunning, and runAt/delayMs/priority for reschedule
+    options: JsonObject  # includeRunning, and runAt/delayMs/priority for reschedule
 
 
-def _filter(fields: Mapping[str, Any], action: str, include_running: bool) -> tuple[JobFilter, JsonDict]:
+def _filter(fields: JsonMapping, action: str, include_running: bool) -> tuple[JobFilter, JsonObject]:
     accepted = ACTION_STATES[action] + (RUNNING_STATES if action == "cancel" and include_running else ())
-    selection: JsonDict = {}
+    texts: dict[str, str] = {}
     for name in (*_TEXT_FILTERS, "state"):
         value = fields.get(name)
         if value is not None and not isinstance(value, str):
             raise BodyError(f"filter.{name} must be a string")
         if value:
-            selection[name] = well_formed(value)
+            texts[name] = well_formed(value)
+    bounds: dict[str, float] = {}
     for name in ("created_from", "created_to"):
         value = fields.get(name)
         if value is not None:
             if not is_finite_number(value):
                 raise BodyError(f"filter.{name} must be a number")
-            selection[name] = clamp_instant(value)
-    state = selection.get("state")
+            bounds[name] = clamp_instant(value)
+    state = texts.get("state")
     if state is not None and state not in accepted:
         raise BodyError(f"filter.state must be one of {', '.join(accepted)} for {action}")
     flt = JobFilter(
         states=(state,) if state is not None else accepted,
-        binding=selection.get("binding"),
-        id=selection.get("id"),
-        unique_key=selection.get("unique_key"),
-        concurrency_key=selection.get("concurrency_key"),
-        created_from=selection.get("created_from"),
-        created_to=selection.get("created_to"),
+        binding=texts.get("binding"),
+        id=texts.get("id"),
+        unique_key=texts.get("unique_key"),
+        concurrency_key=texts.get("concurrency_key"),
+        created_from=bounds.get("created_from"),
+        created_to=bounds.get("created_to"),
     )
+    selection: JsonObject = {**texts, **bounds}  # in the order the fields are checked
     return flt, selection
 
 
-def validate_bulk_action(body: Any) -> BulkSpec:
+def validate_bulk_action(body: JsonValue) -> BulkSpec:
     """``{action, filter, dryRun?, cap?, includeRunning?, runAt? | delayMs?, priority?}``."""
     if not isinstance(body, dict):
         raise BodyError("body must be an object")
@@ -90,9 +92,9 @@ def validate_bulk_action(body: Any) -> BulkSpec:
     include_running = body.get("includeRunning", False) is True
     flt, selection = _filter(given, action, include_running)
     cap = body.get("cap")
-    if cap is not None and (not is_finite_number(cap) or cap < 1):
+    if cap is not None and not (is_finite_number(cap) and cap >= 1):
         raise BodyError("cap must be a number of at least 1")
-    options: JsonDict = {"includeRunning": include_running}
+    options: JsonObject = {"includeRunning": include_running}
     if action == "reschedule":
         options.update(_reschedule_options(body))
     return BulkSpec(
@@ -100,21 +102,27 @@ def validate_bulk_action(body: Any) -> BulkSpec:
         flt,
         selection,
         body.get("dryRun") is True,
-        None if cap is None else int(clamp_safe(cap)),
+        int(clamp_safe(cap)) if is_finite_number(cap) else None,
         options,
     )
 
 
-def _reschedule_options(body: Mapping[str, Any]) -> JsonDict:
+def _reschedule_options(body: JsonMapping) -> JsonObject:
     if ("runAt" in body) == ("delayMs" in body):
         raise BodyError("reschedule takes one of runAt and delayMs")
-    options: JsonDict = {}
+    options: JsonObject = {}
     for name, clamp in (("runAt", clamp_instant), ("delayMs", clamp_duration), ("priority", clamp_safe)):
         if name in body:
-            if not is_finite_number(body[name]) or (name == "delayMs" and body[name] < 0):
+            value = body[name]
+            if not is_finite_number(value) or (name == "delayMs" and value < 0):
                 raise BodyError(f"{name} must be a number" + (" of at least 0" if name == "delayMs" else ""))
-            options[name] = clamp(body[name])
+            options[name] = clamp(value)
     return options
+
+
+def _number(value: object) -> float | None:
+    """A number this module stored in a record's options, or None."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def filter_of(record: BulkRecord) -> JobFilter:
@@ -129,7 +137,8 @@ async def step(store: BulkActions, shards: ShardNamespace, bulk_id: str, now_ms:
     record = await store.get(bulk_id)
     if record is None:
         return False
-    left = math.inf if record.options.get("cap") is None else int(record.options["cap"]) - record.processed
+    cap = _number(record.options.get("cap"))
+    left = math.inf if cap is None else int(cap) - record.processed
     limit = int(min(BATCH_SIZE, left))
     after = None if record.cursor_id is None else (record.cursor_created_at or 0, record.cursor_id)
     page = await store.page(filter_of(record), record.snapshot_at, after, limit) if limit > 0 else []
@@ -153,12 +162,12 @@ async def _apply(
             continue
         groups.setdefault(f"{parsed.binding}#{parsed.shard}", []).append(job_id)
     if record.action == "reschedule":
-        options = record.options
-        run_at = options.get("runAt")
-        run_after = int(run_at) if run_at is not None else now_ms + int(options.get("delayMs", 0))
+        run_at, delay_ms = _number(record.options.get("runAt")), _number(record.options.get("delayMs"))
+        priority = _number(record.options.get("priority"))
+        run_after = int(run_at) if run_at is not None else now_ms + int(delay_ms or 0)
         answers = await asyncio.gather(
             *(
-                shards.get(name).reschedule(job_id, run_at=run_after, priority=options.get("priority"))
+                shards.get(name).reschedule(job_id, run_at=run_after, priority=priority)
                 for name, group in groups.items()
                 for job_id in group
             )

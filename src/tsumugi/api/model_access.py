@@ -8,7 +8,9 @@ wire's; these mixins only add read-only properties (ADR-0146): ``stats.by_state`
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tsumugi.core.json_types import JsonValue
 
 __all__ = [
     "BindingMetricsAccess",
@@ -21,8 +23,9 @@ __all__ = [
 ]
 
 
-def _decoded(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
+def _decoded(text: str | None) -> JsonValue:
+    decoded: JsonValue = None if text is None else json.loads(text)
+    return decoded
 
 
 class JobDetailAccess:
@@ -31,12 +34,12 @@ class JobDetailAccess:
         result: str | None
 
     @property
-    def decoded_payload(self) -> Any:
+    def decoded_payload(self) -> JsonValue:
         """The payload, decoded from the JSON text the API sends."""
         return _decoded(self.payload)
 
     @property
-    def decoded_result(self) -> Any:
+    def decoded_result(self) -> JsonValue:
         """The result, decoded from its JSON text; None while the job has none."""
         return _decoded(self.result)
 
@@ -46,7 +49,7 @@ class RunDetailAccess:
         input: str
 
     @property
-    def decoded_input(self) -> Any:
+    def decoded_input(self) -> JsonValue:
         """The run's input, decoded from the JSON text the API sends."""
         return _decoded(self.input)
 
@@ -56,7 +59,7 @@ class RunNodeAccess:
         result: str | None
 
     @property
-    def decoded_result(self) -> Any:
+    def decoded_result(self) -> JsonValue:
         """The node's result, decoded from its JSON text; None while it has none."""
         return _decoded(self.result)
 
