@@ -34,6 +34,8 @@ describe("bindings tab (A-55, J-176)", () => {
 
   it("accepts whole, non-negative concurrency only", () => {
     expect(concurrencyBody("0")).toEqual({ body: { concurrency: 0 } });
+    expect(concurrencyBody(12)).toEqual({ body: { concurrency: 12 } }); // a number input's value, as v-model gives it
+    expect(concurrencyBody(-1)).toHaveProperty("error");
     expect(concurrencyBody("2.5")).toHaveProperty("error");
     expect(concurrencyBody("-1")).toHaveProperty("error");
     expect(concurrencyBody("")).toHaveProperty("error");

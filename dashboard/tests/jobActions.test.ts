@@ -38,6 +38,9 @@ describe("reschedule body (A-46)", () => {
 
   it("refuses a negative delay or an empty time", () => {
     expect(rescheduleBody({ mode: "delay", delayMs: "-1", runAtLocal: "", priority: "" })).toHaveProperty("error");
+    // v-model hands a number input over as a number once it parses
+    expect(rescheduleBody({ mode: "delay", delayMs: 0, runAtLocal: "", priority: 9 })).toEqual({ body: { delayMs: 0, priority: 9 } });
+    expect(rescheduleBody({ mode: "delay", delayMs: -5, runAtLocal: "", priority: "" })).toHaveProperty("error");
     expect(rescheduleBody({ mode: "at", delayMs: "", runAtLocal: "", priority: "" })).toHaveProperty("error");
   });
 });
@@ -49,6 +52,10 @@ describe("new job and run bodies (U-32, U-33)", () => {
     expect(newJobBody(form)).toEqual({ body: { binding: "Boom", payload: {} } });
     expect(newJobBody({ ...form, maxAttempts: "2", uniqueKey: "u" })).toEqual({
       body: { binding: "Boom", payload: {}, maxAttempts: 2, uniqueKey: "u" },
+    });
+    // number inputs reach the form as numbers once they parse (Vue's v-model)
+    expect(newJobBody({ ...form, maxAttempts: 4, delayMs: 0, debounceKey: "k", debounceMs: 250 })).toEqual({
+      body: { binding: "Boom", payload: {}, maxAttempts: 4, delayMs: 0, debounceKey: "k", debounceMs: 250 },
     });
   });
 

@@ -1,8 +1,8 @@
 """Fixtures for the dashboard tests: Node tooling, Debian's Chromium driven by Playwright, and the
 example app served by a real ``tsumugi dev`` on a free port with a temporary state directory.
 
-Nothing here fakes the API: when the server, the REST API or the dashboard route is not there,
-the browser tests skip and say exactly what was missing.
+Nothing here fakes the API. A missing tool (Node, Chromium, Playwright) skips the browser tests and
+names it; a server that does not start, or that lacks the REST API or the dashboard route, fails them.
 """
 
 from __future__ import annotations
@@ -105,29 +105,29 @@ def _wait_until_listening(process: subprocess.Popen[bytes], base_url: str, log: 
     while time.monotonic() < deadline:
         if process.poll() is not None:
             tail = log.read_text(errors="replace")[-800:]
-            pytest.skip(f"tsumugi dev exited with {process.returncode} before listening: {tail}")
+            pytest.fail(f"tsumugi dev exited with {process.returncode} before listening: {tail}")
         try:
             httpx.get(f"{base_url}/", timeout=1.0)
             return
         except httpx.TransportError:
             time.sleep(0.1)  # a child process binding its socket; bounded above (noqa: sleep-ok)
-    pytest.skip(f"tsumugi dev did not listen on {base_url} within {SERVER_START_TIMEOUT_S:.0f} s")
+    pytest.fail(f"tsumugi dev did not listen on {base_url} within {SERVER_START_TIMEOUT_S:.0f} s")
 
 
 def _require_surface(server: DevServer) -> None:
-    """Skips with the exact gap when the REST API or the dashboard is not served yet."""
+    """Fails with the exact gap when the REST API or the dashboard is not served."""
     with server.api() as api:
         spec = api.get("/api/openapi.json")
         if spec.status_code != 200:
-            pytest.skip(
+            pytest.fail(
                 f"REST API not served by tsumugi dev: GET /api/openapi.json answered {spec.status_code}"
             )
         page = httpx.get(f"{server.base_url}/", timeout=5.0)
         if page.status_code != 200 or 'id="app"' not in page.text:
-            pytest.skip(f"dashboard not served at / (A-17): GET / answered {page.status_code}")
+            pytest.fail(f"dashboard not served at / (A-17): GET / answered {page.status_code}")
         by_cookie = httpx.get(f"{server.base_url}/api/bindings", cookies={TOKEN_COOKIE: TOKEN}, timeout=5.0)
         if by_cookie.status_code == 401:
-            pytest.skip(f"bearer auth does not read the {TOKEN_COOKIE} cookie (A-79, U-7)")
+            pytest.fail(f"bearer auth does not read the {TOKEN_COOKIE} cookie (A-79, U-7)")
 
 
 @pytest.fixture(scope="module")

@@ -43,9 +43,10 @@ export function policyFromResponse(body: unknown): KnownPolicy {
 }
 
 /** J-176: concurrency must be an integer >= 0; returns an error text or the body. */
-export function concurrencyBody(text: string): { error: string } | { body: { concurrency: number } } {
+export function concurrencyBody(field: string | number): { error: string } | { body: { concurrency: number } } {
+  const text = String(field).trim(); // v-model gives a number input's value as a number once it parses
   const value = Number(text);
-  if (text.trim() === "" || !Number.isInteger(value) || value < 0) {
+  if (text === "" || !Number.isInteger(value) || value < 0) {
     return { error: "Concurrency must be a whole number, 0 or more" };
   }
   return { body: { concurrency: value } };

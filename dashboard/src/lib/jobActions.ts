@@ -39,19 +39,27 @@ export function bulkMessage(accepted: number, refused: number): string {
   return refused > 0 ? `${accepted} accepted, ${refused} refused` : `${accepted} accepted`;
 }
 
+// Vue's v-model hands an <input type="number"> over as a number once it parses, and as text otherwise.
+export type NumberField = string | number;
+
+/** A number field's text, trimmed: "" when it is empty. */
+export function fieldText(value: NumberField): string {
+  return String(value).trim();
+}
+
 export interface RescheduleForm {
   mode: "delay" | "at";
-  delayMs: string;
+  delayMs: NumberField;
   runAtLocal: string; // value of an <input type="datetime-local">
-  priority: string;
+  priority: NumberField;
 }
 
 /** A-46: exactly one of runAt / delayMs, plus an optional priority. Returns an error text or the body. */
 export function rescheduleBody(form: RescheduleForm): { error: string } | { body: Record<string, number> } {
   const body: Record<string, number> = {};
   if (form.mode === "delay") {
-    const delayMs = Number(form.delayMs);
-    if (form.delayMs.trim() === "" || !Number.isFinite(delayMs) || delayMs < 0) {
+    const delayMs = Number(fieldText(form.delayMs));
+    if (fieldText(form.delayMs) === "" || !Number.isFinite(delayMs) || delayMs < 0) {
       return { error: "Delay must be a number of milliseconds, 0 or more" };
     }
     body.delayMs = delayMs;
@@ -60,8 +68,8 @@ export function rescheduleBody(form: RescheduleForm): { error: string } | { body
     if (form.runAtLocal === "" || !Number.isFinite(runAt)) return { error: "Run at must be a date and time" };
     body.runAt = runAt;
   }
-  if (form.priority.trim() !== "") {
-    const priority = Number(form.priority);
+  if (fieldText(form.priority) !== "") {
+    const priority = Number(fieldText(form.priority));
     if (!Number.isFinite(priority)) return { error: "Priority must be a number" };
     body.priority = priority;
   }
@@ -71,14 +79,14 @@ export function rescheduleBody(form: RescheduleForm): { error: string } | { body
 export interface NewJobForm {
   binding: string;
   payload: string;
-  maxAttempts: string;
-  delayMs: string;
-  priority: string;
+  maxAttempts: NumberField;
+  delayMs: NumberField;
+  priority: NumberField;
   uniqueKey: string;
   concurrencyKey: string;
   debounceKey: string;
-  debounceMs: string;
-  debounceMaxMs: string;
+  debounceMs: NumberField;
+  debounceMaxMs: NumberField;
 }
 
 /** U-32: only filled fields are sent; invalid JSON is caught before the request. */
@@ -98,7 +106,7 @@ export function newJobBody(form: NewJobForm): { error: string } | { body: Record
     ["debounceMaxMs", "debounceMaxMs"],
   ];
   for (const [field, key] of numbers) {
-    const text = form[field].trim();
+    const text = fieldText(form[field]);
     if (text !== "") body[key] = Number(text);
   }
   if (form.uniqueKey !== "") body.uniqueKey = form.uniqueKey;
