@@ -12,11 +12,16 @@ conversion) also import in plain Pyodide and, with fake bindings, in CPython tes
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tsumugi.runtimes.cloudflare.service_binding import RemotePerformer, serve_perform
 from tsumugi.runtimes.cloudflare.worker_env import WorkerEnv
 from tsumugi.runtimes.cloudflare.worker_logging import configure_worker_logging
+
+if TYPE_CHECKING:  # loaded on first access at run time (below); the type checker sees the classes
+    from tsumugi.runtimes.cloudflare.durable_objects import TsumugiJobShard
+    from tsumugi.runtimes.cloudflare.flow_objects import RunObject, SchedulerObject
+    from tsumugi.runtimes.cloudflare.worker_entry import PerformerEntrypoint, WorkerEntrypoint, WorkerHandlers
 
 configure_worker_logging()
 
@@ -42,7 +47,7 @@ _LAZY_EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _LAZY_EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from tsumugi.runtimes.cloudflare.js_conversion import to_js_value, to_py_value
+from tsumugi.runtimes.cloudflare.js_conversion import py_optional_int, to_js_value
+from tsumugi.runtimes.cloudflare.js_objects import DurableObjectStorage
 
 
 class DurableObjectAlarm:
     """The coordinator's alarm; ``set_calls`` counts ``setAlarm`` calls, each billed as one row written."""
 
-    def __init__(self, storage: Any) -> None:
+    def __init__(self, storage: DurableObjectStorage) -> None:
         self._storage = storage
         self.set_calls = 0
 
     async def get_alarm(self) -> int | None:
-        at_ms = to_py_value(await self._storage.getAlarm())
-        return None if at_ms is None else int(at_ms)
+        return py_optional_int(await self._storage.getAlarm())
 
     async def set_alarm(self, at_ms: int) -> None:
         self.set_calls += 1

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from tsumugi.ports import Row, SqlValue
 from tsumugi.runtimes.cloudflare.js_conversion import js_callback, js_sql_args, rows_from_raw
+from tsumugi.runtimes.cloudflare.js_objects import DurableObjectStorage, SqlCursor
 
 T = TypeVar("T")
 
@@ -23,7 +24,7 @@ class DurableObjectSqlExecutor:
     ``rows_written`` sum the cursors' billing counters (COST.md).
     """
 
-    def __init__(self, storage: Any) -> None:
+    def __init__(self, storage: DurableObjectStorage) -> None:
         self._storage = storage
         self._sql = storage.sql
         self._in_transaction = False
@@ -71,7 +72,7 @@ class DurableObjectSqlExecutor:
         return outcome[0]
 
 
-def _release(cursor: Any) -> None:
+def _release(cursor: SqlCursor) -> None:
     destroy = getattr(cursor, "destroy", None)
     if callable(destroy):
         destroy()

@@ -10,22 +10,35 @@ from __future__ import annotations
 
 import importlib
 import random
-from collections.abc import Sequence
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any, Final
 
 from tsumugi.clock import SystemClock
 from tsumugi.coordinator.job_shard import JobShard
+from tsumugi.core.json_types import JsonObject
 from tsumugi.projection.analytics_engine import AnalyticsEngineWriter
 from tsumugi.runtimes.cloudflare.alarm import DurableObjectAlarm
+from tsumugi.runtimes.cloudflare.d1_database import D1Database
 from tsumugi.runtimes.cloudflare.do_sql import DurableObjectSqlExecutor
-from tsumugi.runtimes.cloudflare.js_conversion import to_js_value, to_py_value, unwrap_sdk
-from tsumugi.runtimes.cloudflare.rpc_stubs import UNNAMED_MARKER
+from tsumugi.runtimes.cloudflare.js_conversion import (
+    py_object,
+    py_objects,
+    py_optional_int,
+    py_optional_object,
+    py_strings,
+    to_js_value,
+    to_py_value,
+    unwrap_sdk,
+)
+from tsumugi.runtimes.cloudflare.js_objects import AnalyticsEngineDataset, DurableObjectState, JsValue
+from tsumugi.runtimes.cloudflare.rpc_stubs import UNNAMED_MARKER, DurableObjectNamespaceClient
 from tsumugi.runtimes.cloudflare.worker_env import worker_env_for
 from tsumugi.storage.read_model_writer import D1ReadModelWriter
 
 # ADR-0084: the SDK (untyped, importable only inside workerd or with its runtime modules stubbed) is
-# resolved at run time, so type checking is the same whether or not workers-py is installed.
+# resolved at run time, so type checking is the same whether or not workers-py is installed. Any: an
+# untyped base class, whose own attributes (``ctx``, ``env``) this package does not use.
 _DurableObject: Any = importlib.import_module("workers").DurableObject
 
 
@@ -53,7 +66,7 @@ class HostedCoordinator(_DurableObject):  # type: ignore[misc]
 
     # J-17
 
-    def __init__(self, ctx: Any, env: Any) -> None:
+    def __init__(self, ctx: DurableObjectState, env: object) -> None:
         super().__init__(ctx, env)
         state = unwrap_sdk(ctx)
         self.sql = DurableObjectSqlExecutor(state.storage)
@@ -92,7 +105,7 @@ class HostedCoordinator(_DurableObject):  # type: ignore[misc]
         self._keep_name(name)
         self._name = name
 
-    async def meter(self) -> Any:
+    async def meter(self) -> JsValue:
         """This instance's billed storage work since it started (COST.md), for benches and tests.
 
         ``rowsRead``/``rowsWritten`` sum every SQL cursor's counters, ``alarmSets`` counts ``setAlarm``
@@ -109,11 +122,11 @@ class HostedCoordinator(_DurableObject):  # type: ignore[misc]
         )
 
 
-def _data_point_writer(dataset: Any) -> Any:
+def _data_point_writer(dataset: AnalyticsEngineDataset) -> Callable[[JsonObject], None]:
     """``TSUMUGI_METRICS.writeDataPoint`` taking a Python point (indexes, blobs, doubles)."""
     # M-2
 
-    def write(point: Any) -> None:
+    def write(point: JsonObject) -> None:
         dataset.writeDataPoint(to_js_value(point))
 
     return write
@@ -128,8 +141,8 @@ class TsumugiJobShard(HostedCoordinator):
     def shard(self) -> JobShard:
         """The engine's shard, built on first use, once the object's name is known."""
         bindings = self.worker_env
-        database = bindings.get("TSUMUGI_DB")
-        metrics = bindings.get("TSUMUGI_METRICS")  # optional (J-6): one point per terminal snapshot (J-194)
+        database = bindings.adapter("TSUMUGI_DB", D1Database)
+        metrics = bindings.metrics_dataset()  # optional (J-6): one point per terminal snapshot (J-194)
         return JobShard(
             self.object_name,
             self.sql,
@@ -137,28 +150,30 @@ class TsumugiJobShard(HostedCoordinator):
             alarm=self.alarm_port,
             queue=bindings.TSUMUGI_QUEUE,
             read_model=None if database is None else D1ReadModelWriter(database),
-            shards=bindings.get("JOB_SHARD"),
-            runs=bindings.get("RUN"),
+            shards=bindings.adapter("JOB_SHARD", DurableObjectNamespaceClient),
+            runs=bindings.adapter("RUN", DurableObjectNamespaceClient),
             rand=random.random,
             metrics=None if metrics is None else AnalyticsEngineWriter(_data_point_writer(metrics)),
         )
 
-    async def alarm(self, alarm_info: Any = None) -> None:
+    async def alarm(self, alarm_info: JsValue = None) -> None:
         await self.shard.alarm()
 
-    async def enqueue_many(self, inputs: Any, settings: Any = None) -> Any:
-        ids: Sequence[str] = await self.shard.enqueue_many(to_py_value(inputs), to_py_value(settings))
+    async def enqueue_many(self, inputs: JsValue, settings: JsValue = None) -> JsValue:
+        ids = await self.shard.enqueue_many(py_objects(inputs), py_optional_object(settings))
         return to_js_value(list(ids))
 
-    async def enqueue_outcomes(self, inputs: Any, settings: Any = None) -> Any:
+    async def enqueue_outcomes(self, inputs: JsValue, settings: JsValue = None) -> JsValue:
         """ADR-0149, ADR-0150: what each input did, for the REST answer."""
-        return to_js_value(await self.shard.enqueue_outcomes(to_py_value(inputs), to_py_value(settings)))
+        outcomes = await self.shard.enqueue_outcomes(py_objects(inputs), py_optional_object(settings))
+        return to_js_value(outcomes)
 
-    async def report(self, job_id: str, outcome: Any) -> None:
-        await self.shard.report(job_id, to_py_value(outcome))
+    async def report(self, job_id: str, outcome: JsValue) -> None:
+        await self.shard.report(job_id, py_object(outcome))
 
-    async def heartbeat(self, job_id: str, progress: Any = None, attempt: Any = None) -> Any:
-        return to_js_value(await self.shard.heartbeat(job_id, to_py_value(progress), _opt_int(attempt)))
+    async def heartbeat(self, job_id: str, progress: JsValue = None, attempt: JsValue = None) -> JsValue:
+        beat = await self.shard.heartbeat(job_id, to_py_value(progress), py_optional_int(attempt))
+        return to_js_value(beat)
 
     async def claim(self, job_id: str) -> bool:
         return await self.shard.claim(job_id)
@@ -166,44 +181,47 @@ class TsumugiJobShard(HostedCoordinator):
     async def expire(self, job_id: str) -> bool:
         return await self.shard.expire(job_id)
 
-    async def retry(self, job_id: str) -> Any:
+    async def retry(self, job_id: str) -> JsValue:
         return to_js_value(await self.shard.retry(job_id))
 
-    async def cancel(self, job_id: str) -> Any:
+    async def cancel(self, job_id: str) -> JsValue:
         return to_js_value(await self.shard.cancel(job_id))
 
     async def reschedule(
-        self, job_id: str, run_at: Any = None, delay_ms: Any = None, priority: Any = None
-    ) -> Any:
-        priority_value = to_py_value(priority)
+        self, job_id: str, run_at: JsValue = None, delay_ms: JsValue = None, priority: JsValue = None
+    ) -> JsValue:
         result = await self.shard.reschedule(
             job_id,
-            run_at=_opt_int(run_at),
-            delay_ms=_opt_int(delay_ms),
-            priority=None if priority_value is None else float(priority_value),
+            run_at=py_optional_int(run_at),
+            delay_ms=py_optional_int(delay_ms),
+            priority=_optional_float(priority),
         )
         return to_js_value(result)
 
-    async def mutate_many(self, action: str, job_ids: Any) -> Any:
-        return to_js_value(await self.shard.mutate_many(action, to_py_value(job_ids)))
+    async def mutate_many(self, action: str, job_ids: JsValue) -> JsValue:
+        return to_js_value(await self.shard.mutate_many(action, py_strings(job_ids)))
 
-    async def configure(self, settings: Any) -> Any:
-        return to_js_value(await self.shard.configure(to_py_value(settings)))
+    async def configure(self, settings: JsValue) -> JsValue:
+        return to_js_value(await self.shard.configure(py_object(settings)))
 
-    async def update_policy(self, patch: Any, settings: Any = None) -> Any:
-        return to_js_value(await self.shard.update_policy(to_py_value(patch), to_py_value(settings)))
+    async def update_policy(self, patch: JsValue, settings: JsValue = None) -> JsValue:
+        return to_js_value(await self.shard.update_policy(py_object(patch), py_optional_object(settings)))
 
-    async def reset_policy(self, settings: Any = None) -> Any:
-        return to_js_value(await self.shard.reset_policy(to_py_value(settings)))
+    async def reset_policy(self, settings: JsValue = None) -> JsValue:
+        return to_js_value(await self.shard.reset_policy(py_optional_object(settings)))
 
-    async def diagnostics(self) -> Any:
+    async def diagnostics(self) -> JsValue:
         return to_js_value(await self.shard.diagnostics())
 
-    async def state_of(self, job_id: str) -> Any:
+    async def state_of(self, job_id: str) -> JsValue:
         return to_js_value(await self.shard.state_of(job_id))
 
 
-def _opt_int(value: Any) -> int | None:
-    """An optional integer argument from JS, where every number is a double."""
-    value = to_py_value(value)
-    return None if value is None else int(value)
+def _optional_float(value: JsValue) -> float | None:
+    """An optional number argument from JS (a priority)."""
+    data = to_py_value(value)
+    if data is None:
+        return None
+    if isinstance(data, int | float | str):
+        return float(data)
+    raise TypeError(f"expected a number from JavaScript, got {type(data).__name__}")

@@ -12,24 +12,31 @@ live in one place:
 
 Outside Pyodide (CPython unit tests driving fake bindings) there is no JavaScript: values pass through as
 plain Python objects.
+
+What comes in from JavaScript is ``JsonValue`` on the Python side; the ``py_*`` readers check the shape an
+RPC argument must have (an object, a list of objects, an optional integer) once, where it arrives.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final
+from collections.abc import Callable, Iterable
+from typing import Final, TypeVar
 
+from tsumugi.core.json_types import JsonObject, JsonValue
 from tsumugi.errors import UnsafeIntegerError
 from tsumugi.ports import Row, SqlValue
+from tsumugi.runtimes.cloudflare.js_objects import JsValue, PyodideFfi
+
+T = TypeVar("T")
 
 # Number.MAX_SAFE_INTEGER: the largest int a JS number holds exactly; Pyodide converts larger ints to BigInt.
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 IN_PYODIDE: Final = "_pyodide_core" in sys.modules
 
 
-def sql_param(value: Any) -> SqlValue:
+def sql_param(value: object) -> SqlValue:
     """One SQL parameter as Durable Object SQL and D1 must receive it (bool -> int, ints within 2^53)."""
     if isinstance(value, bool):
         return int(value)
@@ -44,108 +51,192 @@ def sql_param(value: Any) -> SqlValue:
     raise TypeError(f"cannot bind {type(value).__name__} as an SQL parameter")
 
 
-def sql_params(params: Iterable[Any]) -> list[SqlValue]:
+def sql_params(params: Iterable[object]) -> list[SqlValue]:
     """All parameters of one statement, converted by :func:`sql_param`."""
     return [sql_param(value) for value in params]
 
 
-def js_sql_args(params: Iterable[Any]) -> list[Any]:
+def js_sql_args(params: Iterable[object]) -> list[JsValue]:
     """Positional arguments for ``sql.exec``/``stmt.bind``: bytes become ``Uint8Array``, None ``null``."""
     return [to_js_value(value) for value in sql_params(params)]
 
 
-def to_js_value(value: Any) -> Any:
+def to_js_value(value: object) -> JsValue:
     """A Python value as JavaScript: dicts become plain objects, lists arrays, bytes ``Uint8Array``."""
     if not IN_PYODIDE:
         return value
     # to_js turns None into undefined, which JSON.stringify and structured clone drop from objects;
     # wire shapes need an explicit null (`"result": null`), so None becomes jsnull first.
-    return _ffi().to_js(_with_jsnull(value), dict_converter=_js().Object.fromEntries, create_pyproxies=False)
+    return _ffi().to_js(_with_jsnull(value), dict_converter=_object_from_entries(), create_pyproxies=False)
 
 
-def to_py_value(value: Any) -> Any:
-    """A JavaScript value as plain Python data: objects become dicts, arrays lists, null/undefined None."""
+def to_py_value(value: object) -> JsonValue:
+    """A JavaScript value as plain Python data: objects become dicts, arrays lists, null/undefined None.
+
+    A leaf JSON has no word for (an ArrayBuffer, a function) stays the proxy Pyodide made of it; only SQL
+    rows can hold one, and ``rows_from_raw``/``dict_rows`` copy it out.
+    """
     if value is None or _is_jsnull(value):
         return None
-    to_py = getattr(value, "to_py", None)
+    # A JsProxy: to_py copies a JSON-shaped JS value into dicts and lists (its nulls stay jsnull).
+    to_py: Callable[[], JsonValue] | None = getattr(value, "to_py", None)
     if to_py is None:
-        return value
+        return _unconverted(value)
     return _replace_jsnull(to_py())
 
 
-def rows_from_raw(raw_rows: Any) -> list[Row]:
+def py_object(value: object) -> JsonObject:
+    """An RPC argument that must be a JSON object."""
+    data = to_py_value(value)
+    if isinstance(data, dict):
+        return data
+    raise TypeError(f"expected a JSON object from JavaScript, got {type(data).__name__}")
+
+
+def py_optional_object(value: object) -> JsonObject | None:
+    """An optional RPC argument that, when given, must be a JSON object."""
+    return None if is_js_null(value) else py_object(value)
+
+
+def py_objects(value: object) -> list[JsonObject]:
+    """An RPC argument that must be an array of JSON objects."""
+    data = to_py_value(value)
+    if isinstance(data, list):
+        objects = [item for item in data if isinstance(item, dict)]
+        if len(objects) == len(data):
+            return objects
+    raise TypeError("expected an array of JSON objects from JavaScript")
+
+
+def py_strings(value: object) -> list[str]:
+    """An RPC argument that must be an array of strings."""
+    data = to_py_value(value)
+    if isinstance(data, list):
+        strings = [item for item in data if isinstance(item, str)]
+        if len(strings) == len(data):
+            return strings
+    raise TypeError("expected an array of strings from JavaScript")
+
+
+def py_optional_int(value: object) -> int | None:
+    """An optional integer argument from JS, where every number is a double."""
+    data = to_py_value(value)
+    if data is None:
+        return None
+    if isinstance(data, int | float | str):
+        return int(data)
+    raise TypeError(f"expected a number from JavaScript, got {type(data).__name__}")
+
+
+def rows_from_raw(raw_rows: JsValue) -> list[Row]:
     """The rows of ``cursor.raw().toArray()`` as tuples; ArrayBuffer blobs become ``bytes``."""
-    rows = to_py_value(raw_rows) or []
-    return [tuple(_sql_result(cell) for cell in row) for row in rows]
+    table = to_py_value(raw_rows) or []
+    if not isinstance(table, list):
+        raise TypeError(f"expected an array of SQL rows, got {type(table).__name__}")
+    rows: list[Row] = []
+    for row in table:
+        if not isinstance(row, list):
+            raise TypeError(f"expected an SQL row array, got {type(row).__name__}")
+        rows.append(tuple(_sql_result(cell) for cell in row))
+    return rows
 
 
-def dict_rows(js_rows: Any) -> list[dict[str, SqlValue]]:
+def dict_rows(js_rows: JsValue) -> list[dict[str, SqlValue]]:
     """The ``results`` of a D1 ``all()`` as dicts keyed by column name."""
-    rows: Sequence[dict[str, Any]] = to_py_value(js_rows) or []
-    return [{key: _sql_result(cell) for key, cell in row.items()} for row in rows]
+    table = to_py_value(js_rows) or []
+    if not isinstance(table, list):
+        raise TypeError(f"expected an array of D1 rows, got {type(table).__name__}")
+    rows: list[dict[str, SqlValue]] = []
+    for row in table:
+        if not isinstance(row, dict):
+            raise TypeError(f"expected a D1 row object, got {type(row).__name__}")
+        rows.append({key: _sql_result(cell) for key, cell in row.items()})
+    return rows
 
 
-def js_callback(fn: Callable[[], Any]) -> Any:
+def js_callback(fn: Callable[[], object]) -> JsValue:
     """A Python function JavaScript may call once (``transactionSync``), released after the call."""
     if not IN_PYODIDE:
         return fn
     return _ffi().create_once_callable(fn)
 
 
-def js_function(fn: Callable[..., Any]) -> Any:
+def js_function(fn: Callable[..., object]) -> JsValue:
     """A Python function JavaScript may call many times (an RPC callback); its arguments arrive as JS."""
     if not IN_PYODIDE:
         return fn
     return _ffi().create_proxy(fn)
 
 
-def unwrap_sdk(obj: Any) -> Any:
+def unwrap_sdk(obj: T) -> T:
     """The raw JS object behind a ``workers`` SDK wrapper (env, DO context, binding), or ``obj`` itself.
 
     The SDK converts arguments with its own rules (booleans stay booleans, large ints become BigInt); the
-    adapter talks to the raw objects so that this module's rules apply instead (ADR-0082).
+    adapter talks to the raw objects so that this module's rules apply instead (ADR-0082). A wrapper
+    forwards the calls of the object it wraps, so the raw object answers to the same type.
     """
     for attribute in ("_ctx", "_env", "_binding"):
         inner = obj.__dict__.get(attribute) if hasattr(obj, "__dict__") else None
         if inner is not None:
-            return inner
+            unwrapped: T = inner
+            return unwrapped
     return obj
 
 
-def _sql_result(cell: Any) -> SqlValue:
+def _sql_result(cell: object) -> SqlValue:
     if isinstance(cell, memoryview | bytearray):
         return bytes(cell)
     if IN_PYODIDE:
-        if isinstance(cell, _ffi().JsProxy):
+        proxy = _ffi().JsProxy
+        if isinstance(cell, proxy):
             # An ArrayBuffer (BLOB column) stays a JsProxy after to_py; copy it out.
             return bytes(cell.to_bytes())
-    result: SqlValue = cell
-    return result
+    if cell is None or isinstance(cell, int | float | str | bytes):
+        return cell
+    raise TypeError(f"an SQL result cell cannot be a {type(cell).__name__}")
 
 
-def _ffi() -> Any:
+def _unconverted(value: object) -> JsonValue:
+    """A value that reached Python without a proxy: Pyodide passes numbers, strings and booleans as they
+    are, and outside Pyodide every value is already the fake binding's own Python data."""
+    if isinstance(value, str | int | float | list | dict):
+        return value
+    raise TypeError(f"a {type(value).__name__} is not a value JavaScript hands Python as JSON")
+
+
+def to_py_binding(value: object) -> object:
+    """A binding ``WorkerEnv`` does not wrap (a var, a KV namespace): JS data as Python, others as is."""
+    if value is None or _is_jsnull(value):
+        return None
+    to_py: Callable[[], JsonValue] | None = getattr(value, "to_py", None)
+    return value if to_py is None else _replace_jsnull(to_py())
+
+
+def _ffi() -> PyodideFfi:
     # ADR-0082: resolved at run time, so type checking never depends on which pyodide stubs are installed.
-    return importlib.import_module("pyodide.ffi")
+    ffi: PyodideFfi = importlib.import_module("pyodide.ffi")
+    return ffi
 
 
-def _js() -> Any:
-    return importlib.import_module("js")
+def _object_from_entries() -> JsValue:
+    js_object: JsValue = importlib.import_module("js").Object.fromEntries
+    return js_object
 
 
-def _jsnull() -> Any:
+def _jsnull() -> object:
     return _ffi().jsnull
 
 
-def is_js_null(value: Any) -> bool:
+def is_js_null(value: object) -> bool:
     """True for ``None`` and for JS ``null`` (JS ``undefined`` already arrives as ``None``)."""
     return value is None or _is_jsnull(value)
 
 
-def _is_jsnull(value: Any) -> bool:
+def _is_jsnull(value: object) -> bool:
     return IN_PYODIDE and value is _jsnull()
 
 
-def _with_jsnull(value: Any) -> Any:
+def _with_jsnull(value: object) -> object:
     if value is None:
         return _jsnull()
     if isinstance(value, dict):
@@ -155,7 +246,7 @@ def _with_jsnull(value: Any) -> Any:
     return value
 
 
-def _replace_jsnull(value: Any) -> Any:
+def _replace_jsnull(value: JsonValue) -> JsonValue:
     if _is_jsnull(value):
         return None
     if isinstance(value, dict):

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, Final
+from typing import Final
 
 from tsumugi.core import jsonwire
+from tsumugi.core.json_types import JsonMapping, JsonValue
 from tsumugi.errors import QueueMessageTooLargeError
-from tsumugi.ports import JsonDict
 from tsumugi.runtimes.cloudflare.js_conversion import to_js_value, to_py_value
+from tsumugi.runtimes.cloudflare.js_objects import JsQueueMessage, MessageBatch, QueueBinding
 
 # Cloudflare Queues limits: sendBatch takes at most 100 messages (J-161) and 256 KB in all; one message
 # may hold 128 KB. A small allowance per message covers the envelope Queues adds to each body.
@@ -18,14 +19,14 @@ MAX_MESSAGE_BYTES: Final = 128 * 1024
 MESSAGE_OVERHEAD_BYTES: Final = 100
 
 
-def message_size_bytes(message: JsonDict) -> int:
+def message_size_bytes(message: JsonMapping) -> int:
     """The size Queues counts for one JSON body, plus the per-message allowance."""
     return len(jsonwire.dumps(message).encode("utf-8")) + MESSAGE_OVERHEAD_BYTES
 
 
-def batch_chunks(messages: Sequence[JsonDict]) -> Iterator[list[JsonDict]]:
+def batch_chunks(messages: Sequence[JsonMapping]) -> Iterator[list[JsonMapping]]:
     """Split messages, in order, into sendBatch calls that each respect both limits."""
-    chunk: list[JsonDict] = []
+    chunk: list[JsonMapping] = []
     chunk_bytes = 0
     for message in messages:
         size = message_size_bytes(message)
@@ -45,12 +46,12 @@ def batch_chunks(messages: Sequence[JsonDict]) -> Iterator[list[JsonDict]]:
 class QueueProducer:
     """Sends dispatch messages as JSON bodies; ``send_batch_calls`` and ``messages_sent`` meter the cost."""
 
-    def __init__(self, queue: Any) -> None:
+    def __init__(self, queue: QueueBinding) -> None:
         self._queue = queue
         self.send_batch_calls = 0
         self.messages_sent = 0
 
-    async def send_batch(self, messages: Sequence[JsonDict]) -> None:
+    async def send_batch(self, messages: Sequence[JsonMapping]) -> None:
         for chunk in batch_chunks(messages):
             entries = [{"body": message, "contentType": "json"} for message in chunk]
             await self._queue.sendBatch(to_js_value(entries))
@@ -63,9 +64,9 @@ class DeliveredMessage:
 
     __slots__ = ("_message", "body", "id")
 
-    def __init__(self, message: Any) -> None:
+    def __init__(self, message: JsQueueMessage) -> None:
         self._message = message
-        self.body: Any = to_py_value(message.body)
+        self.body: JsonValue = to_py_value(message.body)
         self.id = str(message.id)
 
     @property
@@ -79,6 +80,6 @@ class DeliveredMessage:
         self._message.retry()
 
 
-def delivered_messages(batch: Any) -> list[DeliveredMessage]:
+def delivered_messages(batch: MessageBatch) -> list[DeliveredMessage]:
     """The messages of a JS ``MessageBatch`` as ``ports.QueueMessage`` objects."""
     return [DeliveredMessage(message) for message in batch.messages]

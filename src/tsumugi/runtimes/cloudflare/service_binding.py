@@ -9,11 +9,19 @@ calls on the serving side, so a remote performer must await them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from tsumugi.core.json_types import JsonValue
 from tsumugi.payloads import dump_result, types_of
 from tsumugi.performer import HeartbeatResult, JobContext, Performer
-from tsumugi.runtimes.cloudflare.js_conversion import js_function, to_js_value, to_py_value
+from tsumugi.runtimes.cloudflare.js_conversion import (
+    js_function,
+    py_optional_object,
+    to_js_value,
+    to_py_value,
+)
+from tsumugi.runtimes.cloudflare.js_objects import JsValue, PerformerFetcher, RemoteContext
 
 
 class RemotePerformer:
@@ -23,16 +31,16 @@ class RemotePerformer:
 
     __slots__ = ("_fetcher",)
 
-    def __init__(self, fetcher: Any) -> None:
+    def __init__(self, fetcher: PerformerFetcher) -> None:
         self._fetcher = fetcher
 
-    async def perform(self, payload: Any, ctx: JobContext) -> Any:
-        async def heartbeat(progress: Any = None) -> Any:
+    async def perform(self, payload: object, ctx: JobContext) -> JsonValue:
+        async def heartbeat(progress: JsValue = None) -> JsValue:
             beat = await ctx.heartbeat(to_py_value(progress))
             return to_js_value({"ok": True, "cancelRequested": beat.cancel_requested})
 
-        def spawn(id: Any, binding: Any, child_payload: Any, options: Any = None) -> None:
-            ctx.spawn(str(id), str(binding), to_py_value(child_payload), to_py_value(options))
+        def spawn(id: JsValue, binding: JsValue, child_payload: JsValue, options: JsValue = None) -> None:
+            ctx.spawn(str(id), str(binding), to_py_value(child_payload), py_optional_object(options))
 
         js_ctx = to_js_value(
             {
@@ -53,29 +61,33 @@ class RemoteJobContext(JobContext):
 
     __slots__ = ("_js_ctx",)
 
-    def __init__(self, js_ctx: Any) -> None:
-        async def heartbeat(progress: Any = None) -> HeartbeatResult:
-            answer = to_py_value(await js_ctx.heartbeat(to_js_value(progress))) or {}
-            return HeartbeatResult(cancel_requested=bool(answer.get("cancelRequested")))
+    def __init__(self, js_ctx: RemoteContext) -> None:
+        async def heartbeat(progress: object = None) -> HeartbeatResult:
+            answer = to_py_value(await js_ctx.heartbeat(to_js_value(progress)))
+            cancel = answer.get("cancelRequested") if isinstance(answer, dict) else None
+            return HeartbeatResult(cancel_requested=bool(cancel))
+
+        traceparent = to_py_value(getattr(js_ctx, "traceparent", None))
 
         super().__init__(
             job_id=str(js_ctx.jobId),
             attempt=int(js_ctx.attempt),
             deadline_at=int(js_ctx.deadlineAt),
             heartbeat=heartbeat,
-            traceparent=to_py_value(getattr(js_ctx, "traceparent", None)),
+            traceparent=traceparent if isinstance(traceparent, str) else None,
         )
         self._js_ctx = js_ctx
 
     async def spawn_remote(
-        self, id: str, binding: str, payload: Any, options: dict[str, Any] | None = None
+        self, id: str, binding: str, payload: object, options: Mapping[str, object] | None = None
     ) -> None:
         """Ship a child-node request to the calling Worker now (await it, or it is lost)."""
         # J-63
         await self._js_ctx.spawn(id, binding, to_js_value(payload), to_js_value(options or {}))
 
 
-async def serve_perform(performer: Performer[Any, Any], payload: Any, js_ctx: Any) -> Any:
+# Any: the performer's payload type is whatever its codec decodes to, known only at run time (ADR-0140).
+async def serve_perform(performer: Performer[Any, Any], payload: JsValue, js_ctx: RemoteContext) -> JsValue:
     """Run a served performer's ``perform`` for a caller in another Worker; spawns travel back.
 
     The payload arrives decoded into the performer's payload type and the result leaves as its JSON,

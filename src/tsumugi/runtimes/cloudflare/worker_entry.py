@@ -9,26 +9,33 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from starlette.applications import Starlette
+from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Mount
 
 from tsumugi.core import jsonwire
 from tsumugi.performer import Performer
 from tsumugi.runtimes.cloudflare.js_conversion import IN_PYODIDE, unwrap_sdk
+from tsumugi.runtimes.cloudflare.js_objects import JsValue, MessageBatch, RemoteContext
 from tsumugi.runtimes.cloudflare.queue_producer import delivered_messages
 from tsumugi.runtimes.cloudflare.service_binding import serve_perform
 from tsumugi.runtimes.cloudflare.worker_env import WorkerEnv, worker_env_for
+
+if TYPE_CHECKING:
+    from tsumugi.application.tsumugi import Tsumugi
 
 JSON_MEDIA_TYPE: Final = "application/json; charset=UTF-8"
 # ADR-0084: the Tsumugi object's REST/dashboard ASGI app is found by these method names (the same names
 # the local runtime looks for, ADR-0054), each a function of env.
 ASGI_FACTORY_METHODS: Final = ("asgi", "http_app", "asgi_app")
 
+AppRoutes = Callable[[WorkerEnv], list[BaseRoute]]
 
-def build_http_app(app: Any, env: Any, routes: Callable[[Any], list[BaseRoute]] | None) -> Starlette:
+
+def build_http_app(app: object, env: WorkerEnv, routes: AppRoutes | None) -> Starlette:
     """The app's own routes first, then Tsumugi's REST API and dashboard; 404 when neither matches."""
     served: list[BaseRoute] = list(routes(env)) if routes is not None else []
     for method in ASGI_FACTORY_METHODS:
@@ -37,15 +44,15 @@ def build_http_app(app: Any, env: Any, routes: Callable[[Any], list[BaseRoute]] 
             served.append(Mount("/", app=factory(env)))
             break
 
-    async def not_found(request: Any, exc: Exception) -> JSONResponse:
+    async def not_found(request: Request, exc: Exception) -> JSONResponse:
         return JSONResponse({"error": "not found"}, status_code=404)
 
     return Starlette(routes=served, exception_handlers={404: not_found})
 
 
-# ADR-0084: resolved at run time, like the Durable Object base class.
-_WorkerEntrypoint: Any = importlib.import_module("workers").WorkerEntrypoint
-WorkerEntrypoint: Any = _WorkerEntrypoint  # for a Worker's own entrypoints (the companion's default)
+# ADR-0084: resolved at run time, like the Durable Object base class; also exported for a Worker's own
+# entrypoints (the companion's default). Any: an untyped base class that gives ``self.env``/``self.ctx``.
+WorkerEntrypoint: Any = importlib.import_module("workers").WorkerEntrypoint
 
 
 def _use_webcrypto_for_access() -> None:
@@ -57,28 +64,31 @@ def _use_webcrypto_for_access() -> None:
         use_access_platform(AccessPlatform(access_webcrypto.fetch_jwks, access_webcrypto.verify_rs256))
 
 
-def json_answer(body: Any, status: int = 200) -> Any:
+def json_answer(body: object, status: int = 200) -> object:
     """A ``workers.Response`` holding ``body`` as the REST API prints JSON."""
     workers = importlib.import_module("workers")
-    return workers.Response(jsonwire.dumps(body), status=status, headers={"content-type": JSON_MEDIA_TYPE})
+    response: object = workers.Response(
+        jsonwire.dumps(body), status=status, headers={"content-type": JSON_MEDIA_TYPE}
+    )
+    return response
 
 
-class WorkerHandlers(_WorkerEntrypoint):  # type: ignore[misc]
+class WorkerHandlers(WorkerEntrypoint):  # type: ignore[misc]
     """fetch -> ASGI (REST API + dashboard), queue -> the consumer, scheduled -> read-model retention."""
 
-    app: ClassVar[Any]
-    routes: ClassVar[Callable[[Any], list[BaseRoute]] | None] = None
+    app: ClassVar[Tsumugi]
+    routes: ClassVar[AppRoutes | None] = None
 
     _http_apps: ClassVar[dict[int, Starlette]]
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         cls._http_apps = {}
 
     def _worker_env(self) -> WorkerEnv:
         return worker_env_for(self.env)
 
-    async def fetch(self, request: Any, *_runtime_args: Any) -> Any:
+    async def fetch(self, request: JsValue, *_runtime_args: object) -> JsValue:
         asgi = importlib.import_module("workers.asgi")  # first request only: just fetch needs it
         _use_webcrypto_for_access()
 
@@ -87,18 +97,19 @@ class WorkerHandlers(_WorkerEntrypoint):  # type: ignore[misc]
         http_app = self._http_apps.get(id(env))
         if http_app is None:  # built once per isolate, like the env adapters it closes over
             http_app = self._http_apps[id(env)] = build_http_app(self.app, env, type(self).routes)
-        return await asgi.fetch(http_app, request, self.env, self.ctx)
+        response: JsValue = await asgi.fetch(http_app, request, self.env, self.ctx)
+        return response
 
-    async def queue(self, batch: Any, *_runtime_args: Any) -> None:
+    async def queue(self, batch: MessageBatch, *_runtime_args: object) -> None:
         # J-118: the consumer acks every message itself; a raise here would make Queues redeliver.
         await self.app.queue(delivered_messages(unwrap_sdk(batch)), self._worker_env(), self.ctx)
 
-    async def scheduled(self, controller: Any, *_runtime_args: Any) -> None:
+    async def scheduled(self, controller: JsValue, *_runtime_args: object) -> None:
         # J-207: the app's sweep logs what it removed; shard-side cleanup needs no cron.
         await self.app.scheduled(controller, self._worker_env(), self.ctx)
 
 
-class PerformerEntrypoint(_WorkerEntrypoint):  # type: ignore[misc]
+class PerformerEntrypoint(WorkerEntrypoint):  # type: ignore[misc]
     """Serves one performer to other Workers through a service binding.
 
     The serving Worker exports a subclass named like the performer class, with ``performer`` set; the
@@ -109,7 +120,7 @@ class PerformerEntrypoint(_WorkerEntrypoint):  # type: ignore[misc]
 
     performer: ClassVar[type[Performer]]
 
-    async def perform(self, payload: Any, ctx: Any) -> Any:
+    async def perform(self, payload: JsValue, ctx: RemoteContext) -> JsValue:
         performer = type(self).performer(self.ctx, self._worker_env())
         return await serve_perform(performer, payload, ctx)
 
