@@ -62,7 +62,7 @@ _REQUIRABLE_KEYS: Final = frozenset({"concurrency_key", "unique_key"})  # J-70
 _SettingsT = TypeVar("_SettingsT", RunSettings, SweepOptions)
 
 # ``metrics=``: ``env -> {"accountId", "apiToken", "dataset"}`` or None, the Analytics Engine credentials.
-MetricsCredentials = Callable[[object], "Mapping[str, object] | None"]
+MetricsCredentials = Callable[[object], Mapping[str, object] | None]
 
 
 class TsumugiOptions(TypedDict, total=False):

@@ -31,6 +31,8 @@ class OutsideWorkers:
 
 def hosted_class(app: object, base_name: str, class_name: str) -> type:
     """A subclass of the runtime's ``base_name`` (``RunObject``, ``SchedulerObject``) with ``app`` set."""
+    # The layers contract puts runtimes above application, so this is the one import import-linter cannot
+    # see. The honest form (pending, in runtimes/cloudflare): the runtime registers its bases here on load.
     try:
         base: type = getattr(import_module(_CLOUDFLARE_RUNTIME), base_name)
     except ImportError:  # the Workers SDK imports only inside workerd
