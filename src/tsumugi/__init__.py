@@ -13,7 +13,7 @@ performer-only Worker stays light.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tsumugi.api.auth_access import access_auth
@@ -214,7 +214,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     origin = _ORIGINS.get(name)
     if origin is None:
         raise AttributeError(f"module 'tsumugi' has no attribute {name!r}")

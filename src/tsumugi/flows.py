@@ -18,8 +18,9 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any, overload
+from typing import TypeAlias, overload
 
+from tsumugi.core.config import ExponentialBackoff, FixedBackoff
 from tsumugi.core.flow.ids import validate_node_id
 from tsumugi.core.flow.model import ConcurrencyKey, Flow, Mapper, NodeKind, NodeSpec, validate_deadline_ms
 from tsumugi.core.flow.node_options import job_options, refuse_unique_key, trigger_of
@@ -29,6 +30,9 @@ from tsumugi.flow_waits import WaitNodeBuilder
 from tsumugi.performer import performer_defaults_wire
 
 __all__ = ["Flow", "FlowBuilder", "FlowFactory", "NodeRef", "create_flow", "validate_flows"]
+
+# A node's retry backoff, as a job's: a backoff object or its mapping (checked when the node is declared).
+Backoff: TypeAlias = FixedBackoff | ExponentialBackoff | Mapping[str, object] | None
 
 
 class NodeRef:
@@ -48,7 +52,7 @@ class NodeRef:
 class FlowBuilder(WaitNodeBuilder):
     """The ``f`` handed to a flow's build function; ``sleep`` and ``wait_for_event`` come from the mixin."""
 
-    def __init__(self, performers: Mapping[str, Any]) -> None:
+    def __init__(self, performers: Mapping[str, object]) -> None:
         self._performers = performers
         self._nodes: dict[str, NodeSpec] = {}
 
@@ -62,7 +66,7 @@ class FlowBuilder(WaitNodeBuilder):
         trigger: str | None = None,
         when: Mapper | None = None,
         max_attempts: int | None = None,
-        backoff: Any = None,
+        backoff: Backoff = None,
         delay_ms: int | None = None,
         run_at: int | None = None,
         timeout_ms: int | None = None,
@@ -103,7 +107,7 @@ class FlowBuilder(WaitNodeBuilder):
         when: Mapper | None = None,
         collect: bool = False,
         max_attempts: int | None = None,
-        backoff: Any = None,
+        backoff: Backoff = None,
         delay_ms: int | None = None,
         run_at: int | None = None,
         timeout_ms: int | None = None,
@@ -232,7 +236,7 @@ BuildFn = Callable[[FlowBuilder], object]
 class FlowFactory:
     """``flow(build, deadline_ms=None)``; also usable as ``@flow`` or ``@flow(deadline_ms=...)``."""
 
-    def __init__(self, performers: Mapping[str, Any]) -> None:
+    def __init__(self, performers: Mapping[str, object]) -> None:
         self._performers = performers
 
     @overload
@@ -258,7 +262,7 @@ class FlowFactory:
         return builder.build(deadline)
 
 
-def create_flow(performers: Mapping[str, Any]) -> FlowFactory:
+def create_flow(performers: Mapping[str, object]) -> FlowFactory:
     """The ``flow`` factory for these performers (the seed's ``createFlow``)."""
     # F-11
     return FlowFactory(performers)

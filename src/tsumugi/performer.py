@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Generic, Literal
+from typing import Any, ClassVar, Final, Generic, Literal, TypeAlias
 
 from typing_extensions import TypeVar
 
 from tsumugi.clock import Clock, SystemClock
 from tsumugi.core.config import ExponentialBackoff, FixedBackoff
 from tsumugi.core.flow.ids import validate_node_id
+from tsumugi.core.json_types import JsonObject
 from tsumugi.core.options import to_wire_input
 from tsumugi.errors import InvalidPerformerError
 
@@ -21,6 +22,7 @@ __all__ = [
     "HeartbeatResult",
     "JobContext",
     "Performer",
+    "RemoteMarker",
     "SpawnRequest",
     "describe_entry",
     "is_remote",
@@ -29,7 +31,8 @@ __all__ = [
     "remote",
 ]
 
-# The type parameters of Performer; a class that gives none is Performer[Any, Any] (ADR-0140).
+# The type parameters of Performer; a class that gives none is Performer[Any, Any] (ADR-0140), so that
+# `class Hello(Performer)` may annotate `perform` with its own payload and result types under --strict.
 Payload = TypeVar("Payload", default=Any)
 Result = TypeVar("Result", default=Any)
 
@@ -52,11 +55,12 @@ class SpawnRequest:
 
     id: str
     binding: str
-    payload: Any
-    options: dict[str, Any] = field(default_factory=dict)
+    payload: object
+    options: dict[str, object] = field(default_factory=dict)
 
 
-HeartbeatFn = Callable[[Any], Awaitable[HeartbeatResult]]
+# Progress is a number in [0, 1]; any other value means "no progress" and never fails the call.
+HeartbeatFn: TypeAlias = Callable[[object], Awaitable[HeartbeatResult]]
 
 
 class JobContext:
@@ -88,14 +92,16 @@ class JobContext:
         # J-21
         return self.job_id
 
-    async def heartbeat(self, progress: Any = None) -> HeartbeatResult:
+    async def heartbeat(self, progress: object = None) -> HeartbeatResult:
         """Report liveness and optional progress in [0, 1]; never raises."""
         # J-64, J-65
         if self._heartbeat is None:
             return HeartbeatResult()
         return await self._heartbeat(progress)
 
-    def spawn(self, id: str, binding: str, payload: Any, options: dict[str, Any] | None = None) -> None:
+    def spawn(
+        self, id: str, binding: str, payload: object, options: Mapping[str, object] | None = None
+    ) -> None:
         """Ask for a child node of the current flow node (flows only; dropped if the attempt fails).
 
         A bad ``id`` raises ``InvalidFlowError`` here, failing this attempt like any error, rather than
@@ -137,11 +143,13 @@ class Performer(Generic[Payload, Result]):
     requires: ClassVar[frozenset[str]] = frozenset()
     max_attempts: ClassVar[int | None] = None
     timeout_ms: ClassVar[int | None] = None
-    backoff: ClassVar[FixedBackoff | ExponentialBackoff | Mapping[str, Any] | None] = None
+    backoff: ClassVar[FixedBackoff | ExponentialBackoff | Mapping[str, object] | None] = None
     guarantee: ClassVar[Literal["at-least-once", "at-most-once"] | None] = None
     priority: ClassVar[float | None] = None
     cancel_on_timeout: ClassVar[bool] = False
 
+    # Any: the platform's execution context and the Worker env (JS proxies on Cloudflare, a LocalEnv
+    # locally); job code reads its own bindings off env, which no static type here can name.
     def __init__(self, ctx: Any = None, env: Any = None) -> None:
         self.ctx = ctx
         self.env = env
@@ -150,9 +158,9 @@ class Performer(Generic[Payload, Result]):
         raise NotImplementedError(f"{type(self).__name__}.perform is not implemented")
 
 
-def performer_defaults(performer: type[Any]) -> dict[str, Any]:
+def performer_defaults(performer: type[object]) -> dict[str, object]:
     """The job options ``performer`` sets as class attributes, by snake_case name (None means unset)."""
-    found: dict[str, Any] = {}
+    found: dict[str, object] = {}
     for name in DEFAULT_OPTION_NAMES:
         value = getattr(performer, name, None)
         if value is not None:
@@ -160,7 +168,7 @@ def performer_defaults(performer: type[Any]) -> dict[str, Any]:
     return found
 
 
-def performer_defaults_wire(performer: type[Any]) -> dict[str, Any]:
+def performer_defaults_wire(performer: type[object]) -> JsonObject:
     """The class defaults as the camelCase options a node job or spawn carries; ``EnqueueError`` if bad."""
     defaults = performer_defaults(performer)
     if not defaults:
@@ -169,13 +177,14 @@ def performer_defaults_wire(performer: type[Any]) -> dict[str, Any]:
     return {key: value for key, value in wire.items() if key not in ("binding", "payload")}
 
 
-class _Remote:
+class RemoteMarker:
     """Marks a binding whose performer lives in another Worker behind a service binding."""
 
     # J-62
 
     __slots__ = ("performer",)
 
+    # Any: the marker stands for a performer class of any payload and result types.
     def __init__(self, performer: type[Performer[Any, Any]] | None) -> None:
         if performer is not None and not (isinstance(performer, type) and issubclass(performer, Performer)):
             raise InvalidPerformerError(
@@ -188,18 +197,18 @@ class _Remote:
         return f"remote({name})"
 
 
-def remote(performer: type[Performer[Any, Any]] | None = None) -> Any:
+def remote(performer: type[Performer[Any, Any]] | None = None) -> RemoteMarker:
     """The ``performers`` entry for a performer served by another Worker."""
     # J-62
-    return _Remote(performer)
+    return RemoteMarker(performer)
 
 
-def is_remote(entry: Any) -> bool:
+def is_remote(entry: object) -> bool:
     """True for what ``remote(...)`` returns."""
-    return isinstance(entry, _Remote)
+    return isinstance(entry, RemoteMarker)
 
 
-def describe_entry(entry: Any) -> str:
+def describe_entry(entry: object) -> str:
     """How an error names something given where a Performer subclass belongs."""
     if isinstance(entry, type):
         return f"the class {entry.__name__}"
