@@ -120,7 +120,7 @@ def _field(text: str, field: _Field) -> set[int]:
     return values
 
 
-def parse_cron(expr: str) -> CronSpec:
+def parse_cron(expr: object) -> CronSpec:
     """Parse a five-field expression or a macro; raise ``InvalidCronError`` saying what is wrong."""
     text = expr.strip() if isinstance(expr, str) else ""
     if text.startswith("@") and text.lower() not in MACROS:

@@ -8,11 +8,15 @@ applies the decisions.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Final, Literal, TypeGuard, get_args
+
+from tsumugi.core.json_types import JsonObject
 
 EnqueueStatus = Literal["created", "existing", "debounced", "dropped"]
 ON_EXCESS: Final = ("delay", "drop")
+_STATUSES: Final[frozenset[object]] = frozenset(get_args(EnqueueStatus))
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,12 +46,24 @@ class EnqueueOutcome:
     def dropped(self) -> bool:
         return self.status == "dropped"
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JsonObject:
         return {"id": self.id, "status": self.status, "runAfter": self.run_after}
 
 
-def outcome_from_wire(wire: Any) -> EnqueueOutcome:
-    return EnqueueOutcome(wire.get("id"), wire["status"], wire.get("runAfter"))
+def _is_status(value: object) -> TypeGuard[EnqueueStatus]:
+    return value in _STATUSES
+
+
+def outcome_from_wire(wire: Mapping[str, object]) -> EnqueueOutcome:
+    """``{id, status, runAfter?}`` as the shard answers it."""
+    job_id, status, run_after = wire.get("id"), wire["status"], wire.get("runAfter")
+    if not (job_id is None or isinstance(job_id, str)) or not _is_status(status):
+        raise ValueError(f"not an enqueue outcome: {dict(wire)!r}")
+    if run_after is None or isinstance(run_after, int):
+        return EnqueueOutcome(job_id, status, run_after)
+    if isinstance(run_after, float):  # a JavaScript number that crossed as a float
+        return EnqueueOutcome(job_id, status, int(run_after))
+    raise ValueError(f"not an enqueue outcome: {dict(wire)!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +99,16 @@ class ThrottleRule:
         return self.interval_ms / self.tokens
 
 
-def throttle_rule_from_wire(wire: Any) -> ThrottleRule:
-    return ThrottleRule(int(wire["tokens"]), int(wire["intervalMs"]), wire.get("onExcess") or "delay")
+def _whole(value: object) -> int:
+    if isinstance(value, int | float | str):  # what int() reads
+        return int(value)
+    raise TypeError(f"a throttle rule needs numbers, got {value!r}")
+
+
+def throttle_rule_from_wire(wire: Mapping[str, object]) -> ThrottleRule:
+    """``{tokens, intervalMs, onExcess?}``; anything but ``"drop"`` delays, as ``throttle`` reads it."""
+    on_excess: Literal["delay", "drop"] = "drop" if wire.get("onExcess") == "drop" else "delay"
+    return ThrottleRule(_whole(wire["tokens"]), _whole(wire["intervalMs"]), on_excess)
 
 
 @dataclass(frozen=True, slots=True)

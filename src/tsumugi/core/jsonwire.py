@@ -9,6 +9,8 @@ import re
 from json import encoder as _json_encoder
 from typing import Any, Final
 
+from tsumugi.core.json_types import JsonValue
+
 _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 # The C encoder the line above builds on every call, built once (ADR-0120). Without circular-reference
 # markers: circular data recurses until RecursionError.
@@ -68,7 +70,7 @@ def js_number(value: float) -> str:
     return sign + body
 
 
-def _key(key: Any) -> str:
+def _key(key: object) -> str:
     if isinstance(key, str):
         return key
     if key is True or key is False or key is None:
@@ -80,7 +82,7 @@ def _key(key: Any) -> str:
     raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
 
 
-def _js_text(value: Any) -> str:
+def _js_text(value: object) -> str:
     """The careful pass: every value printed by JavaScript's rules (floats through ``js_number``)."""
     if isinstance(value, str):
         return _encode_string(value)
@@ -106,7 +108,7 @@ def _maybe_differs(text: str) -> bool:
     return ".0" in text or "e-" in text or "e+" in text
 
 
-def dumps(value: Any) -> str:
+def dumps(value: object) -> str:
     """Serialize like JS ``JSON.stringify``: compact, unescaped, numbers as JavaScript prints them.
 
     Raises TypeError when the value cannot be serialized (RecursionError for circular data).
@@ -122,7 +124,17 @@ def dumps(value: Any) -> str:
 
 
 def loads(text: str) -> Any:
+    """``json.loads``; ``Any`` as json's own, since callers across the engine read fields straight off it.
+
+    ``load_value`` is the same with the honest type, for code that narrows what it reads.
+    """
     return json.loads(text)
+
+
+def load_value(text: str) -> JsonValue:
+    """``json.loads``, typed as the JSON value it returns."""
+    value: JsonValue = json.loads(text)
+    return value
 
 
 def utf16_len(text: str) -> int:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from tsumugi.core.aging import effective_priority
 from tsumugi.core.config_policy import Policy
 from tsumugi.core.defaults import DEFAULT_TIMEOUT_MS
+from tsumugi.core.json_types import JsonObject
 from tsumugi.core.token_bucket import FRESH_BUCKET, Bucket, ms_until_token, refill
 
 AT_MOST_ONCE = "at-most-once"
@@ -106,7 +106,7 @@ class Blocked:
     per_key_tokens: bool = False
     paused: bool = False
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JsonObject:
         return {
             "capacity": self.capacity,
             "tokens": self.tokens,

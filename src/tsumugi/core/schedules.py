@@ -12,6 +12,7 @@ from typing import Any, Final, overload
 from tsumugi.core import jsonwire
 from tsumugi.core.config import backoff_from
 from tsumugi.core.cron import CronSpec, next_cron_at, parse_cron
+from tsumugi.core.json_types import JsonObject
 from tsumugi.core.options import to_wire_input
 from tsumugi.errors import EnqueueError, InvalidCronError, InvalidScheduleError
 
@@ -53,9 +54,11 @@ class ScheduleDef:
     every_ms: int | None
     cron: str | None
     overlap: str
+    # The code's definition, checked by normalize_schedules; Any because the scheduler reads its fields by
+    # name in a loop (partition_key as str | None, the job options as stored), which a TypedDict cannot key.
     definition: Mapping[str, Any]
 
-    def fingerprint_entry(self) -> dict[str, Any]:
+    def fingerprint_entry(self) -> JsonObject:
         """what the fingerprint covers (not payloads, inputs or job options)."""
         # S-5
         return {
@@ -76,7 +79,7 @@ def _integral(value: object) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def _timing(name: str, spec: Mapping[str, Any]) -> tuple[int | None, str | None]:
+def _timing(name: str, spec: Mapping[str, object]) -> tuple[int | None, str | None]:
     """The timing: exactly one of ``every_ms`` and ``cron``, and that one valid."""
     has_every, has_cron = spec.get("every_ms") is not None, spec.get("cron") is not None
     if has_every == has_cron:
@@ -96,7 +99,7 @@ def _timing(name: str, spec: Mapping[str, Any]) -> tuple[int | None, str | None]
 
 def _target(
     name: str,
-    spec: Mapping[str, Any],
+    spec: Mapping[str, object],
     shards_of: Mapping[str, int],
     requires_of: Mapping[str, Collection[str]],
     flow_names: Collection[str],
@@ -111,7 +114,8 @@ def _target(
         if "input" not in spec:
             raise InvalidScheduleError(f"input is required: {name}")
         deadline = spec.get("deadline_ms")
-        if deadline is not None and (_integral(deadline) is None or deadline <= 0):
+        whole = _integral(deadline)
+        if deadline is not None and (whole is None or whole <= 0):
             # S-1: caught now, not as a last_error at every firing (F-11's rule for deadlines)
             raise InvalidScheduleError(f"deadline_ms must be a positive integer: {name}")
         return "flow", flow
@@ -131,7 +135,7 @@ def _target(
     return "job", binding
 
 
-def _with_backoff(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+def _with_backoff(spec: Mapping[str, object]) -> Mapping[str, object]:
     """The definition with a backoff mapping read once, so it is enqueued in its stored form."""
     # J-101
     backoff = spec.get("backoff")
@@ -140,7 +144,7 @@ def _with_backoff(spec: Mapping[str, Any]) -> Mapping[str, Any]:
     return {**spec, "backoff": backoff_from(backoff)}  # valid: _check_job_options ran first
 
 
-def _check_keys(name: str, spec: Mapping[str, Any]) -> None:
+def _check_keys(name: str, spec: Mapping[str, object]) -> None:
     """A misspelt key is named, with the key it was probably meant to be, instead of being ignored."""
     for key in spec:
         if key in KNOWN_KEYS:
@@ -152,7 +156,7 @@ def _check_keys(name: str, spec: Mapping[str, Any]) -> None:
         )
 
 
-def _check_job_options(name: str, spec: Mapping[str, Any]) -> None:
+def _check_job_options(name: str, spec: Mapping[str, object]) -> None:
     """the job options obey the enqueue rules now, not at every firing."""
     # J-29, S-1, S-3
     given = {k: spec[k] for k in (*JOB_OPTIONS, "partition_key") if spec.get(k) is not None}
@@ -163,7 +167,7 @@ def _check_job_options(name: str, spec: Mapping[str, Any]) -> None:
 
 
 def normalize_schedules(
-    schedules: Mapping[str, Mapping[str, Any]],
+    schedules: Mapping[str, Mapping[str, object]],
     *,
     shards_of: Mapping[str, int],
     requires_of: Mapping[str, Collection[str]],
@@ -181,7 +185,7 @@ def normalize_schedules(
             if key in spec:
                 raise InvalidScheduleError(f"{key} is not allowed in a schedule: {name}")
         overlap = spec.get("overlap", "skip")
-        if overlap not in ("skip", "overlap"):
+        if not isinstance(overlap, str) or overlap not in ("skip", "overlap"):
             raise InvalidScheduleError(f"overlap must be 'skip' or 'overlap': {name}")
         _check_keys(name, spec)  # ADR-0146: after S-2 step 3, so every message of the original comes first
         every_ms, cron = _timing(name, spec)
@@ -197,15 +201,19 @@ def fingerprint(defs: Collection[ScheduleDef]) -> str:
     return jsonwire.dumps([d.fingerprint_entry() for d in sorted(defs, key=lambda d: d.name)])
 
 
-Timing = ScheduleDef | Mapping[str, Any]  # what the spec's next_occurrence(timing, previous, now) reads
+Timing = ScheduleDef | Mapping[str, object]  # what the spec's next_occurrence(timing, previous, now) reads
 
 
 def _timing_of(timing: Timing) -> tuple[int | None, CronSpec | None]:
+    cron: object  # parse_cron names what is wrong with one that is not text
     if isinstance(timing, ScheduleDef):
         every_ms, cron = timing.every_ms, timing.cron
     else:
-        every_ms, cron = timing.get("every_ms"), timing.get("cron")
+        every_ms, cron = _integral(timing.get("every_ms")), timing.get("cron")
     return every_ms, parse_cron(cron) if cron is not None else None
+
+
+_CALL_FORMS: Final = "next_occurrence takes (timing, previous, now_ms) or (every_ms, cron, previous, now_ms)"
 
 
 @overload
@@ -218,22 +226,28 @@ def next_occurrence(
 ) -> int: ...
 
 
-def next_occurrence(*args: Any) -> int:
+def next_occurrence(
+    first: Timing | int | None,
+    second: CronSpec | int | None,
+    third: int | None,
+    fourth: int | None = None,
+    /,
+) -> int:
     """The next occurrence strictly after ``now_ms``, keeping the phase of ``previous``.
 
     Called as ``(every_ms, cron_spec, previous, now_ms)`` or, as the spec writes it, ``(timing,
     previous, now_ms)`` with a ScheduleDef or a ``{every_ms, cron}`` mapping (cron as text).
     """
     # S-10, S-11
-    every_ms: int | None
-    cron: CronSpec | None
-    previous: int | None
-    now_ms: int
-    if len(args) == 3:
-        every_ms, cron = _timing_of(args[0])
-        previous, now_ms = args[1], args[2]
-    else:
-        every_ms, cron, previous, now_ms = args
+    if fourth is None:  # (timing, previous, now_ms)
+        if isinstance(first, int) or first is None or isinstance(second, CronSpec) or third is None:
+            raise TypeError(_CALL_FORMS)
+        every_ms, cron = _timing_of(first)
+        previous, now_ms = second, third
+    else:  # (every_ms, cron, previous, now_ms)
+        if not (first is None or isinstance(first, int)) or isinstance(second, int):
+            raise TypeError(_CALL_FORMS)
+        every_ms, cron, previous, now_ms = first, second, third, fourth
     if every_ms is not None:
         if previous is None:
             return now_ms + every_ms

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from tsumugi.core.config_policy import Rate
+from tsumugi.core.json_types import JsonObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,17 +18,25 @@ class Bucket:
     tokens: float = math.inf
     refilled_at: int | None = None
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> JsonObject:
         return {"tokens": self.tokens, "refilledAt": self.refilled_at}
 
 
 FRESH_BUCKET = Bucket()
 
 
-def bucket_from_wire(wire: Any) -> Bucket:
+def bucket_from_wire(wire: Mapping[str, object] | None) -> Bucket:
+    """``{tokens, refilledAt}`` as stored; nothing stored is a fresh bucket."""
     if not wire:
         return FRESH_BUCKET
-    return Bucket(tokens=float(wire["tokens"]), refilled_at=wire.get("refilledAt"))
+    tokens, refilled_at = wire["tokens"], wire.get("refilledAt")
+    if not isinstance(tokens, int | float | str):  # what float() reads
+        raise TypeError(f"a stored bucket needs a number of tokens, got {tokens!r}")
+    if refilled_at is not None and not isinstance(refilled_at, int):
+        if not isinstance(refilled_at, float):
+            raise TypeError(f"a stored bucket's refilledAt must be epoch ms, got {refilled_at!r}")
+        refilled_at = int(refilled_at)
+    return Bucket(tokens=float(tokens), refilled_at=refilled_at)
 
 
 def _tokens_per_ms(rate: Rate) -> float:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
+from tsumugi.core.json_types import JsonMapping, JsonObject, JsonValue
 from tsumugi.errors import ConfigurationError
 
 ConfigFormat = Literal["jsonc", "toml"]
@@ -69,33 +70,35 @@ class FragmentBlock:
     """One top-level key of the configuration, its JSON value and an optional comment above it."""
 
     key: str
-    value: Any
+    value: JsonValue
     comment: str | None = None
 
 
 def fragment_blocks(
-    bindings: Sequence[Mapping[str, Any]], values: FragmentValues | None = None
+    bindings: Sequence[Mapping[str, object]], values: FragmentValues | None = None
 ) -> list[FragmentBlock]:
     """The blocks for ``bindings`` in a fixed order of kinds (durable-object, d1, queue, ...)."""
     # C-17
     values = values or FragmentValues()
-    by_kind: dict[str, list[Mapping[str, Any]]] = {kind: [] for kind in KIND_ORDER}
+    by_kind: dict[str, list[Mapping[str, object]]] = {kind: [] for kind in KIND_ORDER}
     for entry in bindings:
         by_kind[str(entry["kind"])].append(entry)
     blocks: list[FragmentBlock] = []
     objects = by_kind["durable-object"]
     if objects:
-        classes = [str(e["className"]) for e in objects]
-        bindings_value = [{"name": e["name"], "class_name": e["className"]} for e in objects]
+        classes: list[JsonValue] = [str(e["className"]) for e in objects]
+        bindings_value: list[JsonValue] = [
+            {"name": _name(e), "class_name": str(e["className"])} for e in objects
+        ]
         blocks.append(FragmentBlock("durable_objects", {"bindings": bindings_value}))
         tag_comment = (
             None if values.migration_tag else "renumber tag so it does not collide with existing ones"
         )
-        migration = {"tag": values.migration_tag or "vN", "new_sqlite_classes": classes}
+        migration: JsonObject = {"tag": values.migration_tag or "vN", "new_sqlite_classes": classes}
         blocks.append(FragmentBlock("migrations", [migration], tag_comment))
     for entry in by_kind["d1"]:
-        database = {
-            "binding": entry["name"],
+        database: JsonObject = {
+            "binding": _name(entry),
             "database_name": values.database_name,
             "database_id": values.database_id or "<id>",
             "migrations_dir": values.migrations_dir,
@@ -108,14 +111,14 @@ def fragment_blocks(
         blocks.append(FragmentBlock("d1_databases", [database], id_comment))
     queues = by_kind["queue"]
     if queues:
-        producers = [{"binding": e["name"], "queue": values.queue} for e in queues]
-        consumers = [
+        producers: list[JsonValue] = [{"binding": _name(e), "queue": values.queue} for e in queues]
+        consumers: list[JsonValue] = [
             {"queue": values.queue, "max_batch_size": QUEUE_MAX_BATCH_SIZE, "max_retries": QUEUE_MAX_RETRIES}
         ]
         blocks.append(FragmentBlock("queues", {"producers": producers, "consumers": consumers}))
     datasets = by_kind["analytics"]
     if datasets:
-        entries = [{"binding": e["name"], "dataset": values.dataset} for e in datasets]
+        entries: list[JsonValue] = [{"binding": _name(e), "dataset": values.dataset} for e in datasets]
         blocks.append(FragmentBlock("analytics_engine_datasets", entries))
     services = by_kind["service"]
     if services:
@@ -123,12 +126,16 @@ def fragment_blocks(
     return blocks
 
 
-def _services_block(services: Sequence[Mapping[str, Any]], worker: str | None) -> FragmentBlock:
-    entries = [
+def _name(entry: Mapping[str, object]) -> str:
+    return str(entry["name"])  # binding names are text; str() keeps one as it is
+
+
+def _services_block(services: Sequence[Mapping[str, object]], worker: str | None) -> FragmentBlock:
+    entries: list[JsonValue] = [
         {
-            "binding": e["name"],
+            "binding": _name(e),
             "service": worker or "<worker>",
-            "entrypoint": e.get("className") or "<PerformerClass>",
+            "entrypoint": str(e.get("className") or "<PerformerClass>"),
         }
         for e in services
     ]
@@ -155,9 +162,9 @@ def render_toml(blocks: Sequence[FragmentBlock]) -> str:
         tables: list[str] = []
         if isinstance(block.value, Mapping):
             for sub_key, rows in block.value.items():
-                tables.extend(_toml_table(f"{block.key}.{sub_key}", row) for row in rows)
+                tables.extend(_toml_table(f"{block.key}.{sub_key}", row) for row in _rows(rows))
         else:
-            tables.extend(_toml_table(block.key, row) for row in block.value)
+            tables.extend(_toml_table(block.key, row) for row in _rows(block.value))
         text = "\n".join(tables)
         rendered.append(f"# {block.comment}\n{text}" if block.comment else text)
     return "\n\n".join(rendered)
@@ -168,13 +175,20 @@ def render_fragment(blocks: Sequence[FragmentBlock], config_format: ConfigFormat
     return render_toml(blocks) if config_format == "toml" else render_jsonc(blocks)
 
 
-def _toml_table(header: str, row: Mapping[str, Any]) -> str:
+def _rows(value: JsonValue) -> list[JsonMapping]:
+    """A block's value as TOML arrays of tables: a list of objects."""
+    if not isinstance(value, list) or not all(isinstance(row, Mapping) for row in value):
+        raise ConfigurationError(f"no TOML form for {value!r}: a list of tables is needed")
+    return [row for row in value if isinstance(row, Mapping)]
+
+
+def _toml_table(header: str, row: JsonMapping) -> str:
     lines = [f"[[{header}]]"]
     lines.extend(f"{key} = {toml_value(value)}" for key, value in row.items())
     return "\n".join(lines)
 
 
-def toml_value(value: Any) -> str:
+def toml_value(value: object) -> str:
     """A TOML inline value for a string, integer, boolean or list of them."""
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final, Protocol
+from typing import Final, Protocol, Required, TypedDict
 
 TERMINAL_NODE_STATES: Final = frozenset({"COMPLETED", "FAILED", "CANCELLED", "STALLED", "SKIPPED"})  # F-29
 FAILED_NODE_STATES: Final = frozenset({"FAILED", "STALLED", "CANCELLED"})  # T-1: "actually failed"
@@ -55,7 +55,21 @@ class Progress:
     state: str = "RUNNING"
 
 
-def view_of(node: Mapping[str, Any]) -> NodeView:
+class PlainNode(TypedDict, total=False):
+    """The spec's plain view of a node, as ``advance`` also takes it."""
+
+    id: Required[str]
+    state: Required[str]
+    container: bool
+    subflow: bool
+    parent: str | None
+    origin: str | None
+    after: Sequence[str] | None
+    trigger: str | None
+    waiting: bool
+
+
+def view_of(node: PlainNode) -> NodeView:
     """A NodeView from a plain mapping; absent fields take the static-node defaults."""
     return NodeView(
         id=node["id"],
@@ -185,9 +199,7 @@ def _gate(node: NodeView, tree: NodeFlags) -> Decision | None:
     return Decision(DecisionType.START_RUN if node.subflow else DecisionType.START, node.id)
 
 
-def advance(
-    nodes: Sequence[NodeView | Mapping[str, Any]], *, cancelling: bool, expired: bool = False
-) -> Progress:
+def advance(nodes: Sequence[NodeView | PlainNode], *, cancelling: bool, expired: bool = False) -> Progress:
     """Decide what happens next in a run and what state it is in (T-5).
 
     A node may also be given as the spec's plain view ``{id, state, container, subflow, parent, origin,

@@ -8,16 +8,16 @@ Mapping functions are user code; exceptions they raise propagate to the caller.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from tsumugi.core.config import backoff_from
 from tsumugi.core.flow.ids import child_node_id
 from tsumugi.core.flow.model import JOB_OPTION_KEYS, NodeSpec, call_mapper
 from tsumugi.errors import InvalidConfigError
 
-DepValue = Callable[[str], Any]  # node id -> what a dependent sees for it (F-42)
+DepValue = Callable[[str], object]  # node id -> what a dependent sees for it (F-42)
 WHEN_FALSE: Final = "when condition was false"  # T-6: the reason written for a when-skip (ADR-0070)
 
 
@@ -30,17 +30,17 @@ class ChildDraft:
     id: str
     key: str
     binding: str
-    payload: Any
-    options: dict[str, Any]
+    payload: object
+    options: dict[str, object]
 
 
-def build_deps(spec: NodeSpec, dep_value: DepValue) -> dict[str, Any]:
+def build_deps(spec: NodeSpec, dep_value: DepValue) -> dict[str, object]:
     """``deps`` keyed by the current code's ``after`` names."""
     # F-42, F-91
     return {name: dep_value(node_id) for name, node_id in spec.after.items()}
 
 
-def wire_option(value: Any) -> Any:
+def wire_option(value: object) -> object:
     """A job option as JSON-shaped data (backoff objects become their stored camelCase dict)."""
     to_wire = getattr(value, "to_wire", None)
     if callable(to_wire):
@@ -50,17 +50,17 @@ def wire_option(value: Any) -> Any:
     return value
 
 
-def static_options(spec: NodeSpec) -> dict[str, Any]:
+def static_options(spec: NodeSpec) -> dict[str, object]:
     """The node's job options in camelCase, unset ones left out."""
     # F-14
     return {k: wire_option(v) for k, v in spec.options.items() if v is not None}
 
 
-def build_job(spec: NodeSpec, flow_input: Any, deps: Mapping[str, Any]) -> dict[str, Any]:
+def build_job(spec: NodeSpec, flow_input: object, deps: Mapping[str, object]) -> dict[str, object]:
     """``{payload,...options, concurrencyKey?}`` of a static job node, from the current code."""
     # F-40
     assert spec.input is not None
-    job: dict[str, Any] = {"payload": call_mapper(spec.input, flow_input, deps), **static_options(spec)}
+    job: dict[str, object] = {"payload": call_mapper(spec.input, flow_input, deps), **static_options(spec)}
     key = spec.concurrency_key
     if callable(key):
         job["concurrencyKey"] = call_mapper(key, flow_input, deps)
@@ -69,26 +69,29 @@ def build_job(spec: NodeSpec, flow_input: Any, deps: Mapping[str, Any]) -> dict[
     return job
 
 
-def subflow_input(spec: NodeSpec, flow_input: Any, deps: Mapping[str, Any]) -> Any:
+def subflow_input(spec: NodeSpec, flow_input: object, deps: Mapping[str, object]) -> object:
     """The child run's input, evaluated when the child starts (``startRun``)."""
     # F-36
     assert spec.input is not None
     return call_mapper(spec.input, flow_input, deps)
 
 
-def when_allows(spec: NodeSpec, flow_input: Any, deps: Mapping[str, Any]) -> bool:
+def when_allows(spec: NodeSpec, flow_input: object, deps: Mapping[str, object]) -> bool:
     """T-4: a node without ``when`` always runs; an exception propagates (the node then FAILS)."""
     return spec.when is None or bool(call_mapper(spec.when, flow_input, deps))
 
 
-def expand_fan_out(spec: NodeSpec, flow_input: Any, deps: Mapping[str, Any]) -> list[ChildDraft]:
+def expand_fan_out(spec: NodeSpec, flow_input: object, deps: Mapping[str, object]) -> list[ChildDraft]:
     """The children of a fan-out container, first key wins.
 
     Raises InvalidFlowError for a key outside the node-id charset.
     """
     # F-49, F-51, F-3
     assert spec.over is not None and spec.input is not None
-    items = list(call_mapper(spec.over, flow_input, deps))
+    over = call_mapper(spec.over, flow_input, deps)
+    if not isinstance(over, Iterable):
+        raise TypeError(f"'{type(over).__name__}' object is not iterable")  # what list() would say
+    items = list(over)
     options = static_options(spec)
     drafts: dict[str, ChildDraft] = {}
     for index, item in enumerate(items):
@@ -107,17 +110,18 @@ def expand_fan_out(spec: NodeSpec, flow_input: Any, deps: Mapping[str, Any]) -> 
     return list(drafts.values())
 
 
-def spawn_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+def spawn_options(options: Mapping[str, object] | None) -> dict[str, object]:
     """Spawn options in camelCase, whichever spelling the performer used."""
     # F-55
     wire_names = {**JOB_OPTION_KEYS, "concurrency_key": "concurrencyKey"}
     wire = {wire_names.get(k, k): wire_option(v) for k, v in (options or {}).items() if v is not None}
-    if isinstance(wire.get("backoff"), Mapping):
-        wire["backoff"] = _stored_backoff(wire["backoff"])
+    backoff = wire.get("backoff")
+    if isinstance(backoff, Mapping):
+        wire["backoff"] = _stored_backoff(backoff)
     return wire
 
 
-def _stored_backoff(value: Mapping[str, Any]) -> Any:
+def _stored_backoff(value: Mapping[str, object]) -> Mapping[str, object]:
     """A backoff mapping in the camelCase form the shard reads; one it cannot read stays as is."""
     # J-101
     try:

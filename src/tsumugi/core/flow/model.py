@@ -8,8 +8,9 @@ import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
+from tsumugi.core.json_types import JsonObject, JsonValue
 from tsumugi.errors import InvalidFlowError
 
 if TYPE_CHECKING:
@@ -42,7 +43,8 @@ JOB_OPTION_KEYS: Final[dict[str, str]] = {
     "guarantee": "guarantee",
 }
 
-Mapper = Callable[..., Any]
+# A user function of (input, deps) or (item, index) etc.; it declares as many of them as it reads.
+Mapper = Callable[..., object]
 ConcurrencyKey = str | Callable[..., str] | None
 
 
@@ -61,7 +63,7 @@ class NodeSpec:
     key: Mapper | None = None
     when: Mapper | None = None
     trigger: Trigger | None = None  # None: the default, "success" (T-1)
-    options: Mapping[str, Any] = field(default_factory=dict)  # camelCase job options (F-14)
+    options: Mapping[str, object] = field(default_factory=dict)  # camelCase job options (F-14)
     concurrency_key: ConcurrencyKey = None
     target: Flow | None = None  # subflow target, found by identity among registered flows (F-16)
     collect: bool = False  # ADR-0072: fan-out results readable downstream
@@ -117,19 +119,20 @@ def flow_name_of(flow: Flow, flows: Mapping[str, Flow]) -> str | None:
     return next((name for name, candidate in flows.items() if candidate is flow), None)
 
 
-def shape_of(flow: Flow, flows: Mapping[str, Flow]) -> list[dict[str, Any]]:
+def shape_of(flow: Flow, flows: Mapping[str, Flow]) -> list[JsonObject]:
     """The structure pinned at run start: ``{id, binding, container, after[], subflow?,...}``.
 
     ADR-0147 adds ``wait`` (the kind) and ``event`` to waiting nodes.
     """
     # F-18
-    shape: list[dict[str, Any]] = []
+    shape: list[JsonObject] = []
     for spec in flow.nodes:
-        entry: dict[str, Any] = {
+        after: list[JsonValue] = list(spec.edges)
+        entry: JsonObject = {
             "id": spec.id,
             "binding": spec.binding,
             "container": spec.kind is NodeKind.FAN_OUT,
-            "after": list(spec.edges),
+            "after": after,
         }
         if spec.kind is NodeKind.SUBFLOW:
             name = flow_name_of(spec.target, flows) if spec.target is not None else None
@@ -147,7 +150,7 @@ def shape_of(flow: Flow, flows: Mapping[str, Flow]) -> list[dict[str, Any]]:
     return shape
 
 
-def positional_arity(fn: Callable[..., Any]) -> int | None:
+def positional_arity(fn: Callable[..., object]) -> int | None:
     """How many positional arguments ``fn`` accepts; None means any number."""
     try:
         return _cached_arity(fn)
@@ -156,11 +159,11 @@ def positional_arity(fn: Callable[..., Any]) -> int | None:
 
 
 @functools.lru_cache(maxsize=1024)  # ADR-0115: a fan-out calls its mappers once per item
-def _cached_arity(fn: Callable[..., Any]) -> int | None:
+def _cached_arity(fn: Callable[..., object]) -> int | None:
     return _arity(fn)
 
 
-def _arity(fn: Callable[..., Any]) -> int | None:
+def _arity(fn: Callable[..., object]) -> int | None:
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -174,7 +177,7 @@ def _arity(fn: Callable[..., Any]) -> int | None:
     return count
 
 
-def call_mapper(fn: Callable[..., Any], *args: Any) -> Any:
+def call_mapper(fn: Callable[..., object], *args: object) -> object:
     """Call a mapping function with only as many arguments as it declares."""
     arity = positional_arity(fn)
     return fn(*(args if arity is None else args[:arity]))

@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from tsumugi.core.flow.model import JOB_OPTION_KEYS, Trigger
 from tsumugi.core.options import to_wire_input
 from tsumugi.errors import EnqueueError, InvalidFlowError
 
 
-def trigger_of(node_id: str, trigger: str | None, after: Mapping[str, Any] | None) -> Trigger | None:
+def trigger_of(node_id: str, trigger: str | None, after: Mapping[str, object] | None) -> Trigger | None:
     """T-1: one of success/failure/always, and only on a node that has dependencies."""
     if trigger is None:
         return None
@@ -23,7 +22,7 @@ def trigger_of(node_id: str, trigger: str | None, after: Mapping[str, Any] | Non
         raise InvalidFlowError(f"trigger must be 'success', 'failure' or 'always': {node_id}") from None
 
 
-def job_options(node_id: str, *values: Any) -> dict[str, Any]:
+def job_options(node_id: str, *values: object) -> dict[str, object]:
     """A node's set job options, given in JOB_OPTION_KEYS order, in camelCase wire form.
 
     A backoff mapping becomes the dict the shard stores. The options are checked now with the

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Final
 
 from tsumugi.core import jsonwire
+from tsumugi.core.json_types import JsonMapping, JsonObject, JsonValue
 
 RESULT_LIMIT_CHARS: Final = 8192  # F-46: a node result is stored in the run's SQLite row
 RESULT_ERROR: Final = "cannot store the result (over 8192 chars or not serializable)"
@@ -16,7 +17,7 @@ RESULT_ERROR: Final = "cannot store the result (over 8192 chars or not serializa
 MAX_COLLECTED_CHILDREN: Final = 1000
 
 
-def encode_result(value: Any) -> tuple[str | None, str | None]:
+def encode_result(value: object) -> tuple[str | None, str | None]:
     """``(json_text, None)`` for a storable result, ``(None, error)`` for one the run refuses.
 
     ``None`` is stored as no result at all.
@@ -33,10 +34,10 @@ def encode_result(value: Any) -> tuple[str | None, str | None]:
     return text, None
 
 
-def decode_result(text: str | None) -> Any:
+def decode_result(text: str | None) -> JsonValue:
     """The JSON-decoded stored result; None when nothing was stored."""
     # F-42
-    return None if text is None else jsonwire.loads(text)
+    return None if text is None else jsonwire.load_value(text)
 
 
 def fan_out_summary(child_states: Iterable[str]) -> dict[str, int]:
@@ -47,7 +48,7 @@ def fan_out_summary(child_states: Iterable[str]) -> dict[str, int]:
     return {"total": len(states), "succeeded": succeeded, "failed": len(states) - succeeded}
 
 
-def collected_dep_value(summary: Mapping[str, Any], child_results: Mapping[str, Any]) -> dict[str, Any]:
+def collected_dep_value(summary: JsonMapping, child_results: Mapping[str, JsonValue]) -> JsonObject:
     """The dependency value of a collecting fan-out: the summary plus ``results`` by child key."""
     return {**summary, "results": dict(child_results)}
 

@@ -8,14 +8,13 @@ hand and the facts only the full configuration knows (registered bindings and su
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from tsumugi.core.flow.ids import is_valid_name, validate_flow_name
 from tsumugi.core.flow.model import Flow, NodeKind, NodeSpec, flow_name_of, validate_deadline_ms
 from tsumugi.errors import InvalidFlowError
 
 
-def validate_flows(flows: Mapping[str, Flow], bindings: Mapping[str, Any]) -> None:
+def validate_flows(flows: Mapping[str, Flow], bindings: Mapping[str, object]) -> None:
     """Raise the first problem found in ``flows``; ``bindings`` are the registered performers."""
     for name, flow in flows.items():
         validate_flow_name(name)
@@ -34,7 +33,7 @@ def validate_flows(flows: Mapping[str, Flow], bindings: Mapping[str, Any]) -> No
 
 
 def _validate_node(
-    name: str, spec: NodeSpec, flow: Flow, flows: Mapping[str, Flow], bindings: Mapping[str, Any]
+    name: str, spec: NodeSpec, flow: Flow, flows: Mapping[str, Flow], bindings: Mapping[str, object]
 ) -> None:
     if not is_valid_name(spec.id):
         raise InvalidFlowError(

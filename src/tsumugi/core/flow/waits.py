@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final
+from typing import Final
 
 from tsumugi.core.flow.model import Mapper, call_mapper
 from tsumugi.core.input_bounds import MAX_DURATION_MS, MAX_INSTANT_MS
@@ -103,7 +103,7 @@ def event_spec(node_id: str, event: object, timeout_ms: object, on_timeout: obje
 
 
 def wake_at_of(
-    node_id: str, wait: WaitSpec, flow_input: Any, deps: Mapping[str, Any], now_ms: int
+    node_id: str, wait: WaitSpec, flow_input: object, deps: Mapping[str, object], now_ms: int
 ) -> int | None:
     """When the node stops waiting, decided as it starts; None for an event wait without a timeout.
 
