@@ -123,7 +123,8 @@ def _check_keyed_fields(fields: JsonMapping) -> None:
 
 
 def _accept_keyed_fields(fields: JsonMapping, accepted: CreateJobRequest) -> None:
-    """What ``_check_keyed_fields`` let through; an empty key is dropped, as for uniqueKey (A-39)."""
+    """What ``_check_keyed_fields`` let through; an empty key is dropped, as for uniqueKey."""
+    # A-39
     debounce, debounce_max = fields.get("debounceMs"), fields.get("debounceMaxMs")
     throttle = fields.get("throttle")
     debounce_key, throttle_key = fields.get("debounceKey"), fields.get("throttleKey")

@@ -7,9 +7,10 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final
+from typing import Final, TypeVar
 
 from tsumugi.clock import Clock
+from tsumugi.execution.performer_resolution import Performs
 from tsumugi.performer import HeartbeatResult, JobContext
 from tsumugi.ports import ShardRpc
 
@@ -17,6 +18,7 @@ __all__ = ["HEARTBEAT_MIN_INTERVAL_MS", "HEARTBEAT_WAIT_MS", "AttemptHeartbeat",
 
 HEARTBEAT_MIN_INTERVAL_MS: Final = 5_000  # J-64: calls closer than this to the last sent one are dropped
 HEARTBEAT_WAIT_MS: Final = 1_000  # J-65: a heartbeat never holds the performer up longer than this
+_T = TypeVar("_T")
 
 
 class AttemptTimer:
@@ -40,7 +42,7 @@ class AttemptTimer:
         self._arming: asyncio.Handle | None = None
         self.deadline = 0  # epoch ms on the clock; set when perform starts
         self.fired = False
-        self.abort: asyncio.Future[Any] | None = None
+        self.abort: asyncio.Future[object] | None = None
 
     def start(self) -> None:
         # The watcher task is made only once the loop runs again, i.e. once perform has yielded: a perform
@@ -110,7 +112,7 @@ class AttemptHeartbeat:
         self._last_sent_at: int | None = None
         self._cancel_requested = False
 
-    async def __call__(self, progress: Any = None) -> HeartbeatResult:
+    async def __call__(self, progress: object = None) -> HeartbeatResult:
         now = self._clock.now()
         if self._last_sent_at is not None and now - self._last_sent_at < HEARTBEAT_MIN_INTERVAL_MS:
             return HeartbeatResult(self._cancel_requested)  # J-64: dropped, progress lost
@@ -131,7 +133,7 @@ class AttemptHeartbeat:
             self._log.warning("tsumugi: heartbeat failed", exc_info=True)
         return HeartbeatResult(self._cancel_requested)
 
-    def _accept(self, answer: Any) -> None:
+    def _accept(self, answer: object) -> None:
         if isinstance(answer, Mapping):
             accepted = bool(answer.get("ok"))
             self._cancel_requested = self._cancel_requested or bool(answer.get("cancelRequested"))
@@ -140,19 +142,19 @@ class AttemptHeartbeat:
         if accepted and self._timer is not None:
             self._timer.restart()  # J-68 (a)
 
-    def _late_answer(self, call: asyncio.Future[Any]) -> None:
+    def _late_answer(self, call: asyncio.Future[_T]) -> None:
         if not call.cancelled() and call.exception() is not None:
             self._log.warning("tsumugi: heartbeat failed", exc_info=call.exception())
 
 
 async def perform(
-    performer: Any,
-    payload: Any,
+    performer: Performs,
+    payload: object,
     ctx: JobContext,
     timer: AttemptTimer | None,
     *,
     cancel_on_timeout: bool = False,
-) -> Any:
+) -> object:
     """Run ``performer.perform`` in the calling task, with ``timer`` armed while it runs.
 
     By default the performer is not stopped by the timer: when it fires, the timer's callback
@@ -175,7 +177,7 @@ async def perform(
         timer.cancel()
 
 
-async def _cancellable(pending: Awaitable[Any], timer: AttemptTimer) -> Any:
+async def _cancellable(pending: Awaitable[object], timer: AttemptTimer) -> object:
     inner = asyncio.ensure_future(pending)
     timer.abort = inner
     timer.start()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Final
 
 from tsumugi import telemetry
 from tsumugi.client import SHARD_NAMESPACE, env_binding
@@ -21,18 +21,19 @@ from tsumugi.core.ids import parse_job_id, shard_name_of
 from tsumugi.errors import InvalidPayloadError, ResultNotJsonError, TsumugiTimeoutError
 from tsumugi.execution import outcomes
 from tsumugi.execution.attempt import HEARTBEAT_WAIT_MS, AttemptHeartbeat, AttemptTimer, perform
-from tsumugi.execution.performer_resolution import has_perform
+from tsumugi.execution.messages import AttemptReport, DispatchMessage
+from tsumugi.execution.performer_resolution import Performs, has_perform
 from tsumugi.logging import jobs_log, log_event
 from tsumugi.payloads import PerformerTypes, dump_result, types_of
 from tsumugi.performer import JobContext, Performer
-from tsumugi.ports import JsonDict, PerformerResolver, QueueMessage, ShardNamespace, ShardRpc
+from tsumugi.ports import PerformerResolver, QueueMessage, ShardNamespace, ShardRpc
 
 __all__ = ["DEFAULT_TIMEOUT_MS", "handle_batch"]
 
 _log: Final = logging.getLogger("tsumugi")
 
 
-_LINGERING: Final[set[asyncio.Task[Any]]] = set()  # timed-out performers still running (J-74)
+_LINGERING: Final[set[asyncio.Task[None]]] = set()  # timed-out performers still running (J-74)
 
 
 class _Resolved:
@@ -40,7 +41,7 @@ class _Resolved:
 
     __slots__ = ("cancel_on_timeout", "performer", "types")
 
-    def __init__(self, performer: Any) -> None:
+    def __init__(self, performer: Performs) -> None:
         self.performer = performer
         self.types: PerformerTypes = types_of(type(performer))
         # Only a Performer of this process can be cancelled: a service binding's lives elsewhere.
@@ -67,13 +68,13 @@ class _Batch:
 
     def __init__(
         self,
-        env: Any,
+        env: object,
         resolver: PerformerResolver,
         clock: Clock,
         log: logging.Logger,
         heartbeat_wait_ms: int,
         pending: int,
-        spawn_defaults: Mapping[str, Mapping[str, Any]] | None,
+        spawn_defaults: Mapping[str, Mapping[str, object]] | None,
     ) -> None:
         self.env = env
         self.namespace: ShardNamespace | None = env_binding(env, SHARD_NAMESPACE)
@@ -125,13 +126,13 @@ class _Delivery:
 
 async def handle_batch(
     messages: Sequence[QueueMessage],
-    env: Any,
+    env: object,
     *,
     resolver: PerformerResolver,
     clock: Clock | None = None,
     log: logging.Logger = _log,
     heartbeat_wait_ms: int = HEARTBEAT_WAIT_MS,
-    spawn_defaults: Mapping[str, Mapping[str, Any]] | None = None,
+    spawn_defaults: Mapping[str, Mapping[str, object]] | None = None,
 ) -> None:
     """Handle one Queue batch concurrently; returns once every message is acked and reported.
 
@@ -178,13 +179,15 @@ async def _handle_one(delivery: _Delivery) -> None:
         return
     if batch.namespace is None:
         raise LookupError(f"{SHARD_NAMESPACE} is not configured")
+    # The shard's message: a mapping with a string jobId (checked above), its other fields as it wrote them.
+    message: DispatchMessage = body
     shard = batch.namespace.get(shard_name_of(job_id))
-    attempt = body.get("attempt")
-    expires_at = body.get("expiresAt")
+    attempt = message.get("attempt")
+    expires_at = message.get("expiresAt")
     if expires_at is not None and batch.clock.now() >= expires_at:
         await _expire(delivery, shard, job_id)  # J-41: expired jobs never start
         return
-    if body.get("claimRequired"):
+    if message.get("claimRequired"):
         try:
             won = await shard.claim(job_id)  # J-107
         except Exception as error:
@@ -197,15 +200,15 @@ async def _handle_one(delivery: _Delivery) -> None:
         if expires_at is not None and batch.clock.now() >= expires_at:
             await _expire(delivery, shard, job_id)  # J-41: checked again after the claim
             return
-    binding = body.get("binding") or parse_job_id(job_id).binding
+    binding = message.get("binding") or parse_job_id(job_id).binding
     if telemetry.active is not None:
-        delivery.trace = telemetry.active.attempt(body, binding, job_id, batch.clock.now())
+        delivery.trace = telemetry.active.attempt(message, binding, job_id, batch.clock.now())
     resolved = batch.performer(binding)
-    outcome: JsonDict | None
+    outcome: AttemptReport | None
     if resolved is None:
         outcome = outcomes.not_found(binding, attempt)  # J-61: an ordinary, retried failure
     else:
-        outcome = await _run(delivery, resolved, binding, body, job_id, attempt, shard)
+        outcome = await _run(delivery, resolved, binding, message, job_id, attempt, shard)
     if outcome is None:
         return  # timed out: the timer already acked and reported
     delivery.ack()  # J-118: ack before report
@@ -218,11 +221,11 @@ async def _run(
     delivery: _Delivery,
     resolved: _Resolved,
     binding: str,
-    body: Mapping[str, Any],
+    body: DispatchMessage,
     job_id: str,
-    attempt: Any,
+    attempt: int | None,
     shard: ShardRpc,
-) -> JsonDict | None:
+) -> AttemptReport | None:
     batch = delivery.batch
     try:
         payload = resolved.types.decode_payload(binding, body.get("payload"))  # ADR-0140
@@ -268,7 +271,9 @@ async def _run(
     return outcomes.success(stored, ctx.spawns, attempt, batch.spawn_defaults)
 
 
-def _on_timeout(delivery: _Delivery, shard: ShardRpc, job_id: str, attempt: Any, timeout_ms: int) -> None:
+def _on_timeout(
+    delivery: _Delivery, shard: ShardRpc, job_id: str, attempt: int | None, timeout_ms: int
+) -> None:
     """report the timeout now; the performer's task keeps running and is kept referenced."""
     # J-74
     if delivery.task is not None:
@@ -283,7 +288,7 @@ def _on_timeout(delivery: _Delivery, shard: ShardRpc, job_id: str, attempt: Any,
 
 
 async def _report_timeout(
-    delivery: _Delivery, shard: ShardRpc, job_id: str, error: TsumugiTimeoutError, attempt: Any
+    delivery: _Delivery, shard: ShardRpc, job_id: str, error: TsumugiTimeoutError, attempt: int | None
 ) -> None:
     try:
         delivery.ack()
@@ -304,7 +309,7 @@ async def _expire(delivery: _Delivery, shard: ShardRpc, job_id: str) -> None:
     delivery.ack()
 
 
-async def _report(shard: ShardRpc, job_id: str, outcome: JsonDict, batch: _Batch) -> None:
+async def _report(shard: ShardRpc, job_id: str, outcome: AttemptReport, batch: _Batch) -> None:
     try:
         await shard.report(job_id, outcome)
     except Exception:

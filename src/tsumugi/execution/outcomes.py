@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Final
 
 from tsumugi.core.config_checks import camel_case
+from tsumugi.core.json_types import JsonValue
 from tsumugi.errors import (
     InvalidPayloadError,
     PermanentFailure,
@@ -15,8 +16,8 @@ from tsumugi.errors import (
     RetryAfter,
     TsumugiTimeoutError,
 )
+from tsumugi.execution.messages import FailureReport, SpawnWire, SuccessReport
 from tsumugi.performer import SpawnRequest
-from tsumugi.ports import JsonDict
 
 __all__ = ["error_text", "failure", "not_found", "success"]
 
@@ -37,17 +38,17 @@ def error_text(error: BaseException) -> str:
 
 
 def success(
-    result: Any,
+    result: JsonValue,
     spawns: Sequence[SpawnRequest],
-    attempt: Any,
-    spawn_defaults: Mapping[str, Mapping[str, Any]] | None = None,
-) -> JsonDict:
+    attempt: int | None,
+    spawn_defaults: Mapping[str, Mapping[str, object]] | None = None,
+) -> SuccessReport:
     """``{ok: true, result, spawns?, attempt}``; spawns only when non-empty.
 
     A spawn's options are laid over its binding's class defaults (``spawn_defaults``, ADR-0141).
     """
     # J-119
-    outcome: JsonDict = {"ok": True, "result": result}
+    outcome: SuccessReport = {"ok": True, "result": result}
     if spawns:
         defaults = spawn_defaults or {}
         outcome["spawns"] = [_spawn_wire(spawn, defaults.get(spawn.binding)) for spawn in spawns]
@@ -56,10 +57,10 @@ def success(
     return outcome
 
 
-def failure(error: BaseException, attempt: Any, now_ms: int) -> JsonDict:
+def failure(error: BaseException, attempt: int | None, now_ms: int) -> FailureReport:
     """``{ok: false, error, retry?, attempt}``; a performer's retry signal becomes data."""
     # J-76
-    outcome: JsonDict = {"ok": False, "error": error_text(error)}
+    outcome: FailureReport = {"ok": False, "error": error_text(error)}
     if isinstance(error, PermanentFailure):
         outcome["retry"] = {"kind": "never"}
     elif isinstance(error, RetryAfter):
@@ -70,16 +71,16 @@ def failure(error: BaseException, attempt: Any, now_ms: int) -> JsonDict:
     return outcome
 
 
-def not_found(binding: str, attempt: Any) -> JsonDict:
-    outcome: JsonDict = {"ok": False, "error": _NOT_FOUND.format(binding)}
+def not_found(binding: str, attempt: int | None) -> FailureReport:
+    outcome: FailureReport = {"ok": False, "error": _NOT_FOUND.format(binding)}
     if attempt is not None:
         outcome["attempt"] = attempt
     return outcome
 
 
-def _spawn_wire(spawn: SpawnRequest, defaults: Mapping[str, Any] | None) -> JsonDict:
-    wire: JsonDict = {"id": spawn.id, "binding": spawn.binding, "payload": spawn.payload}
-    options: JsonDict = dict(defaults or {})
+def _spawn_wire(spawn: SpawnRequest, defaults: Mapping[str, object] | None) -> SpawnWire:
+    wire: SpawnWire = {"id": spawn.id, "binding": spawn.binding, "payload": spawn.payload}
+    options: dict[str, object] = dict(defaults or {})
     for key, value in spawn.options.items():
         name = camel_case(key)
         if value is not None or name not in options:  # None is "not given" (J-28): the default stays
@@ -89,6 +90,6 @@ def _spawn_wire(spawn: SpawnRequest, defaults: Mapping[str, Any] | None) -> Json
     return wire
 
 
-def _option_wire(value: Any) -> Any:
+def _option_wire(value: object) -> object:
     to_wire = getattr(value, "to_wire", None)  # backoff objects (J-100)
     return to_wire() if callable(to_wire) else value
