@@ -66,7 +66,11 @@ MetricsCredentials = Callable[[object], Mapping[str, object] | None]
 
 
 class TsumugiOptions(TypedDict, total=False):
-    """The keyword options of ``define_tsumugi``, each checked again when the definition is parsed."""
+    """The keyword options of ``define_tsumugi``, for type checkers.
+
+    ``parse_definition`` checks them again at run time (a dict of them gets no static check); ``auth``,
+    ``ui`` and the two functions are kept as given, to be called later.
+    """
 
     performers: Mapping[str, object]  # a Performer subclass, or what remote(...) returns
     bindings: Mapping[str, BindingConfig | Mapping[str, object]]
@@ -172,8 +176,8 @@ def parse_definition(config: Mapping[str, object]) -> TsumugiDefinition:
         flows=flows,
         schedules=schedules,
         runs=_value(RunSettings, "runs", config.get("runs")),
-        # The three callables are kept as given: they are called later (per request, per enqueue), so
-        # only their presence and callability are checked here; TsumugiOptions states their signatures.
+        # auth, metrics and on_enqueue are kept as given and called later (per request, per enqueue); only
+        # the last two are checked to be callable. TsumugiOptions states their signatures to type checkers.
         auth=cast("AuthMiddleware | None", config.get("auth")),
         ui=config.get("ui", True),
         retention=_value(SweepOptions, "retention", config.get("retention")),
