@@ -14,8 +14,9 @@ import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Final
 
+from tsumugi.core.json_types import JsonArray, JsonObject, JsonValue
 from tsumugi.errors import MetricsUpstreamError
 from tsumugi.ports import JsonDict
 from tsumugi.storage.read_model_metrics import metric_point
@@ -29,7 +30,8 @@ Post = Callable[[str, Mapping[str, str], str, float], Awaitable[tuple[int, str]]
 _log = logging.getLogger("tsumugi")
 
 
-def analytics_data_point(snapshot: Mapping[str, Any]) -> JsonDict | None:
+# JsonDict until storage's metric_point says its fields' types (str, int) rather than SqlValue's.
+def analytics_data_point(snapshot: Mapping[str, object]) -> JsonDict | None:
     """``indexes=[binding]``, ``blobs=[state, binding, guarantee]``, ``doubles=[attempts, duration]``."""
     # M-3
     point = metric_point(snapshot)
@@ -44,10 +46,10 @@ class AnalyticsEngineWriter:
 
     # M-4
 
-    def __init__(self, write_data_point: Callable[[JsonDict], Any]) -> None:
+    def __init__(self, write_data_point: Callable[[JsonObject], object]) -> None:
         self._write = write_data_point
 
-    async def write(self, snapshots: Sequence[Mapping[str, Any]]) -> int:
+    async def write(self, snapshots: Sequence[Mapping[str, object]]) -> int:
         written = 0
         for snapshot in snapshots:
             point = analytics_data_point(snapshot)
@@ -100,9 +102,11 @@ def series_sql(dataset: str, hours: int, binding: str | None) -> str:
     )
 
 
-def _number(value: Any) -> float:
+def _number(value: JsonValue) -> float:
     """the SQL API returns numbers as strings; anything non-numeric reads as 0."""
     # M-9
+    if not isinstance(value, str | int | float):
+        return 0.0  # null, an array or an object: no number
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -110,13 +114,13 @@ def _number(value: Any) -> float:
     return number if math.isfinite(number) else 0.0
 
 
-def _text(value: Any) -> str:
+def _text(value: JsonValue) -> str:
     """the binding name as text; an absent or null one reads as empty, never as ``"None"``."""
     # M-9
     return "" if value is None else str(value)
 
 
-def _hour_ms(text: Any) -> float | None:
+def _hour_ms(text: JsonValue) -> float | None:
     """``YYYY-MM-DD HH:MM:SS`` in UTC -> epoch ms; unparsable -> None (JS NaN prints as null)."""
     # M-10
     try:
@@ -148,7 +152,7 @@ class AnalyticsEngineReader:
         self._credentials = credentials
         self._post = post or _post_with_httpx
 
-    async def _query(self, sql: str) -> list[dict[str, Any]]:
+    async def _query(self, sql: str) -> list[JsonObject]:
         url = SQL_API.format(account=self._credentials.account_id)
         headers = {"authorization": f"Bearer {self._credentials.api_token}", "content-type": "text/plain"}
         try:
@@ -161,17 +165,17 @@ class AnalyticsEngineReader:
             raise MetricsUpstreamError(text[:ERROR_TEXT_LIMIT] or f"analytics engine returned {status}")
         # M-7: a missing `data` reads as empty; a 2xx body that is no JSON at all is an "other failure" and
         # surfaces as a 500 (A-68 [I], ADR-0127) rather than as an empty, healthy-looking report.
-        answer = json.loads(text)
+        answer: JsonValue = json.loads(text)
         data = answer.get("data") if isinstance(answer, dict) else None
         return [row for row in data if isinstance(row, dict)] if isinstance(data, list) else []
 
-    async def read(self, hours: int, binding: str | None) -> JsonDict:
+    async def read(self, hours: int, binding: str | None) -> JsonObject:
         dataset = self._credentials.dataset
         rows, series = await asyncio.gather(
             self._query(bindings_sql(dataset, hours, binding)),
             self._query(series_sql(dataset, hours, binding)),
         )
-        bindings = []
+        bindings: JsonArray = []
         for row in rows:
             total, failed = _number(row.get("total")), _number(row.get("failed"))
             bindings.append(
@@ -186,7 +190,7 @@ class AnalyticsEngineReader:
                     "avgAttempts": _number(row.get("avg_attempts")),
                 }
             )
-        points = [
+        points: JsonArray = [
             {
                 "at": _hour_ms(row.get("at")),
                 "total": _number(row.get("total")),
@@ -199,12 +203,12 @@ class AnalyticsEngineReader:
 
 
 def analytics_engine_metrics(
-    resolve: Callable[[Any], Mapping[str, Any] | None], post: Post | None = None
-) -> Callable[[Any], AnalyticsEngineReader | None]:
+    resolve: Callable[[object], Mapping[str, object] | None], post: Post | None = None
+) -> Callable[[object], AnalyticsEngineReader | None]:
     """Turn ``metrics=env -> {accountId, apiToken, dataset} | None`` into the REST seam."""
     # A-24, M-6
 
-    def reader(env: Any) -> AnalyticsEngineReader | None:
+    def reader(env: object) -> AnalyticsEngineReader | None:
         found = resolve(env)
         if not found:
             return None

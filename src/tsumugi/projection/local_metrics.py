@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from tsumugi.clock import Clock
+from tsumugi.core.json_types import JsonArray, JsonObject
 from tsumugi.ports import SqlDatabase, SqlValue
 from tsumugi.storage import read_model_metrics as metrics_sql
 
@@ -32,7 +32,7 @@ class LocalMetricsWriter:
         self._db = db
         self._ready = False
 
-    async def write(self, snapshots: Sequence[Mapping[str, Any]]) -> int:
+    async def write(self, snapshots: Sequence[Mapping[str, object]]) -> int:
         try:
             if not self._ready:
                 await metrics_sql.ensure_metrics_table(self._db)
@@ -50,12 +50,12 @@ class LocalMetricsReader:
         self._db = db
         self._clock = clock
 
-    async def read(self, hours: int, binding: str | None) -> dict[str, Any]:
+    async def read(self, hours: int, binding: str | None) -> JsonObject:
         await metrics_sql.ensure_metrics_table(self._db)
         since_ms = self._clock.now() - hours * metrics_sql.HOUR_MS
         rows = await metrics_sql.binding_metrics(self._db, since_ms, binding)
         series = await metrics_sql.hourly_series(self._db, since_ms, binding)
-        bindings = []
+        bindings: JsonArray = []
         for row in rows:
             total = _number(row["total"])
             failed = _number(row["failed"])
@@ -71,7 +71,7 @@ class LocalMetricsReader:
                     "avgAttempts": _number(row["avg_attempts"]),
                 }
             )
-        points = [
+        points: JsonArray = [
             {
                 "at": _number(row["hour_at"]),
                 "total": _number(row["total"]),
