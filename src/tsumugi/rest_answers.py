@@ -25,7 +25,6 @@ else:
     JsonObject = dict[str, _PydanticJson]
 
 __all__ = [
-    "KEEP_EXTRA",
     "BulkCount",
     "BulkProgress",
     "EventAccepted",
@@ -44,10 +43,10 @@ __all__ = [
     "parse_openapi",
 ]
 
-KEEP_EXTRA: Final = ConfigDict(extra="allow")
+_KEEP_EXTRA: Final = ConfigDict(extra="allow")
 
 
-@with_config(KEEP_EXTRA)
+@with_config(_KEEP_EXTRA)
 class MutationDone(TypedDict):
     """The change was made; ``requested`` (true) when a running job was asked to stop."""
 
@@ -55,7 +54,7 @@ class MutationDone(TypedDict):
     requested: NotRequired[bool]
 
 
-@with_config(KEEP_EXTRA)
+@with_config(_KEEP_EXTRA)
 class MutationRefused(TypedDict):
     """409 (``invalid-state``) or 410 (``gone``), told as a value rather than raised."""
 
@@ -66,7 +65,7 @@ class MutationRefused(TypedDict):
 MutationAnswer: TypeAlias = MutationDone | MutationRefused
 
 
-@with_config(KEEP_EXTRA)
+@with_config(_KEEP_EXTRA)
 class EventAccepted(TypedDict):
     """The node took the event (state COMPLETED) or it is kept until the node waits (PENDING)."""
 
@@ -75,7 +74,7 @@ class EventAccepted(TypedDict):
     state: Literal["COMPLETED", "PENDING"]
 
 
-@with_config(KEEP_EXTRA)
+@with_config(_KEEP_EXTRA)
 class EventRefused(TypedDict):
     """Already satisfied, not allowed in the current state, or no node waits for the event."""
 
@@ -87,14 +86,14 @@ class EventRefused(TypedDict):
 EventAnswer: TypeAlias = EventAccepted | EventRefused
 
 
-@with_config(KEEP_EXTRA)
+@with_config(_KEEP_EXTRA)
 class BulkCount(TypedDict):
     """A dry run of a bulk action: how many jobs it would reach."""
 
     matched: int
 
 
-@with_config(KEEP_EXTRA)
+@with_config(_KEEP_EXTRA)
 class BulkProgress(TypedDict):
     """A bulk action over a filter; polling it moves it on until ``state`` is ``done``."""
 
@@ -110,7 +109,7 @@ class BulkProgress(TypedDict):
     updatedAt: int
 
 
-@with_config(KEEP_EXTRA)
+@with_config(_KEEP_EXTRA)
 class OpenApiDocument(TypedDict):
     """The server's OpenAPI document; the parts a reader looks up first, each a JSON object."""
 

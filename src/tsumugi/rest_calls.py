@@ -111,7 +111,9 @@ class Calls:
         return Call("POST", "/api/jobs", answers.parse_job_answer, body=body)
 
     @staticmethod
-    def job_action(job_id: str, action: str, body: object = None) -> Call[answers.MutationAnswer]:
+    def job_action(
+        job_id: str, action: Literal["retry", "cancel", "reschedule"], body: object = None
+    ) -> Call[answers.MutationAnswer]:
         path = f"/api/jobs/{_segment(job_id)}/{action}"
         sent = body if body is not None else {}
         return Call("POST", path, answers.parse_mutation, body=sent, mutation=True)
@@ -174,7 +176,7 @@ class Calls:
         return Call("POST", "/api/runs", models.Created.model_validate, body=dict(body))
 
     @staticmethod
-    def run_action(run_id: str, action: str) -> Call[answers.MutationAnswer]:
+    def run_action(run_id: str, action: Literal["retry", "cancel"]) -> Call[answers.MutationAnswer]:
         path = f"/api/runs/{_segment(run_id)}/{action}"
         return Call("POST", path, answers.parse_mutation, body={}, mutation=True)
 
