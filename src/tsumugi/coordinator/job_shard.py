@@ -10,10 +10,11 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Final
+from typing import Final
 
 from tsumugi.clock import Clock
 from tsumugi.coordinator import shard_drains
+from tsumugi.coordinator.mutation_result import MutationResult
 from tsumugi.coordinator.shard_context import MetricsWriter, ShardContext, log
 from tsumugi.coordinator.shard_enqueue import enqueue_batch
 from tsumugi.coordinator.shard_mutations import apply_cancel, apply_reschedule, apply_retry
@@ -26,13 +27,15 @@ from tsumugi.coordinator.shard_reports import (
 )
 from tsumugi.coordinator.shard_tick import plan_tick
 from tsumugi.core.enqueue_keys import EnqueueOutcome
+from tsumugi.core.json_types import JsonMapping, JsonObject, JsonValue
+from tsumugi.core.outcome import outcome_from_wire
 from tsumugi.core.policy import merge_policy, settings_from_wire
 from tsumugi.errors import UnknownMutationError
 from tsumugi.ports import AlarmPort, DispatchQueue, ReadModelWriter, RunNamespace, ShardNamespace, SqlExecutor
 from tsumugi.storage.setting_store import LAST_BLOCKED
 
 TICK_FAILURE_RETRY_MS: Final = 5000  # J-164: a failed tick re-arms 5 s later instead of giving up
-_NOT_BLOCKED: Final = {
+_NOT_BLOCKED: Final[JsonObject] = {
     "capacity": False,
     "tokens": False,
     "perKey": False,
@@ -79,7 +82,7 @@ class JobShard:
 
     # ------------------------------------------------------------------ enqueue (J-22..J-39, J-50)
     async def enqueue_many(
-        self, inputs: Sequence[Mapping[str, Any]], settings: Mapping[str, Any] | None = None
+        self, inputs: Sequence[Mapping[str, object]], settings: JsonMapping | None = None
     ) -> list[str]:
         ctx = self.ctx
         now = ctx.clock.now()
@@ -94,8 +97,8 @@ class JobShard:
         return job_ids
 
     async def enqueue_outcomes(
-        self, inputs: Sequence[Mapping[str, Any]], settings: Mapping[str, Any] | None = None
-    ) -> list[dict[str, Any]]:
+        self, inputs: Sequence[Mapping[str, object]], settings: JsonMapping | None = None
+    ) -> list[JsonObject]:
         """``enqueue_many`` answering what each input did (ADR-0149, ADR-0150).
 
         Each entry is ``{id, status, runAfter}``: status ``created``, ``existing``, ``debounced`` or
@@ -116,13 +119,14 @@ class JobShard:
         return [outcome.to_wire() for outcome in outcomes]
 
     # ------------------------------------------------------------------ consumer calls
-    async def report(self, job_id: str, outcome: Mapping[str, Any]) -> None:
+    async def report(self, job_id: str, outcome: Mapping[str, object]) -> None:
         now = self.ctx.clock.now()
-        arm_at = self.ctx.transaction(lambda: apply_report(self.ctx, job_id, outcome, now))
+        decoded = outcome_from_wire(outcome)  # the wire dict, read once (ADR-0046)
+        arm_at = self.ctx.transaction(lambda: apply_report(self.ctx, job_id, decoded, now))
         if arm_at is not None:
             await self.ctx.arm(arm_at)
 
-    async def report_many(self, reports: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    async def report_many(self, reports: Sequence[tuple[str, Mapping[str, object]]]) -> None:
         """Apply several reports in one transaction, as if ``report`` ran for each in turn (ADR-0106).
 
         Only the local runtime calls it, batching reports that arrive while the shard is busy. If it
@@ -135,9 +139,7 @@ class JobShard:
         if arm_at is not None:
             await ctx.arm(arm_at)
 
-    async def heartbeat(
-        self, job_id: str, progress: Any = None, attempt: int | None = None
-    ) -> dict[str, Any]:
+    async def heartbeat(self, job_id: str, progress: object = None, attempt: int | None = None) -> JsonObject:
         now = self.ctx.clock.now()
         answer = self.ctx.transaction(lambda: apply_heartbeat(self.ctx, job_id, progress, attempt, now))
         if answer["ok"]:
@@ -156,13 +158,11 @@ class JobShard:
         return expired
 
     # ------------------------------------------------------------------ operator mutations
-    async def retry(self, job_id: str) -> dict[str, Any]:
-        now = self.ctx.clock.now()
-        return await self._mutate(lambda: apply_retry(self.ctx, job_id, now))
+    async def retry(self, job_id: str) -> JsonObject:
+        return (await self._retry(job_id)).to_wire()
 
-    async def cancel(self, job_id: str) -> dict[str, Any]:
-        now = self.ctx.clock.now()
-        return await self._mutate(lambda: apply_cancel(self.ctx, job_id, now))
+    async def cancel(self, job_id: str) -> JsonObject:
+        return (await self._cancel(job_id)).to_wire()
 
     async def reschedule(
         self,
@@ -170,33 +170,44 @@ class JobShard:
         run_at: int | None = None,
         delay_ms: int | None = None,
         priority: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         now = self.ctx.clock.now()
-        return await self._mutate(lambda: apply_reschedule(self.ctx, job_id, run_at, delay_ms, priority, now))
+        result = await self._mutate(
+            lambda: apply_reschedule(self.ctx, job_id, run_at, delay_ms, priority, now)
+        )
+        return result.to_wire()
 
-    async def mutate_many(self, action: str, job_ids: Sequence[str]) -> dict[str, Any]:
+    async def mutate_many(self, action: str, job_ids: Sequence[str]) -> JsonObject:
         """Bulk retry/cancel with the per-job rules."""
         # J-134
         if action not in ("retry", "cancel"):
             raise UnknownMutationError(f"unknown bulk action: {action}")
-        ok: list[str] = []
-        failed: list[dict[str, Any]] = []
+        ok: list[JsonValue] = []
+        failed: list[JsonValue] = []
         for job_id in job_ids:
-            result = await (self.retry(job_id) if action == "retry" else self.cancel(job_id))
-            if result["ok"]:
+            result = await (self._retry(job_id) if action == "retry" else self._cancel(job_id))
+            if result.ok:
                 ok.append(job_id)
             else:
-                failed.append({"id": job_id, "reason": result["reason"]})
+                failed.append({"id": job_id, "reason": result.reason})
         return {"ok": ok, "failed": failed}
 
-    async def _mutate(self, fn: Callable[[], tuple[dict[str, Any], int | None]]) -> dict[str, Any]:
+    async def _retry(self, job_id: str) -> MutationResult:
+        now = self.ctx.clock.now()
+        return await self._mutate(lambda: apply_retry(self.ctx, job_id, now))
+
+    async def _cancel(self, job_id: str) -> MutationResult:
+        now = self.ctx.clock.now()
+        return await self._mutate(lambda: apply_cancel(self.ctx, job_id, now))
+
+    async def _mutate(self, fn: Callable[[], tuple[MutationResult, int | None]]) -> MutationResult:
         result, arm_at = self.ctx.transaction(fn)
         if arm_at is not None:
             await self.ctx.arm(arm_at)
         return result
 
     # ------------------------------------------------------------------ settings (J-175, J-176)
-    async def configure(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+    async def configure(self, settings: JsonMapping) -> JsonObject:
         """Replace policy and retention and pin them; notice targets stay as carried (ADR-0044)."""
         ctx = self.ctx
         current = ctx.settings
@@ -211,9 +222,7 @@ class JobShard:
         await ctx.arm(ctx.clock.now())
         return ctx.settings.to_wire()
 
-    async def update_policy(
-        self, patch: Mapping[str, Any], settings: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
+    async def update_policy(self, patch: JsonMapping, settings: JsonMapping | None = None) -> JsonObject:
         """Merge the given policy fields and pin.
 
         ``settings`` are the binding's static settings, which the caller's config knows (the REST
@@ -232,7 +241,7 @@ class JobShard:
         await ctx.arm(ctx.clock.now())
         return ctx.settings.to_wire()
 
-    async def reset_policy(self, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    async def reset_policy(self, settings: JsonMapping | None = None) -> JsonObject:
         """Unpin and return to the static settings last carried by an enqueue."""
         # J-176
         ctx = self.ctx
@@ -241,14 +250,14 @@ class JobShard:
         return ctx.settings.to_wire()
 
     # ------------------------------------------------------------------ reads (J-185, J-186)
-    async def diagnostics(self) -> dict[str, Any]:
+    async def diagnostics(self) -> JsonObject:
         ctx = self.ctx
         blocked = {**_NOT_BLOCKED, **(ctx.store.get(LAST_BLOCKED) or {})}
         return {
             "active": ctx.jobs.count_active(),
             "outbox": ctx.jobs.count_dirty(),
             "blocked": blocked,
-            "policy": ctx.settings.policy.to_wire(),
+            "policy": ctx.settings.policy.to_stored_wire(),  # ADR-0156: every field, as stored
         }
 
     async def state_of(self, job_id: str) -> str | None:

@@ -7,18 +7,21 @@ not in one of the source states (the race lost).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Final
+from collections.abc import Iterable, Sequence
+from typing import Final
 
 from tsumugi import telemetry
 from tsumugi.coordinator.lifecycle_log import log_settled
 from tsumugi.coordinator.shard_context import ShardContext
 from tsumugi.coordinator.terminal_events import record_terminal_events
-from tsumugi.core.states import IN_FLIGHT_STATES, assert_transition
+from tsumugi.core.states import IN_FLIGHT_STATES, JobState, assert_transition
+from tsumugi.ports import SqlValue
 from tsumugi.storage import lane_expressions as lanes
 from tsumugi.storage.job_rows import JobRow
+from tsumugi.storage.job_store import Assignments
 
 IN_FLIGHT: Final = tuple(sorted(IN_FLIGHT_STATES))  # ("QUEUED", "RUNNING")
+_FROM_SCHEDULED: Final = (JobState.SCHEDULED,)
 
 
 def _checked(from_states: Iterable[str], to_state: str) -> tuple[str, ...]:
@@ -38,18 +41,18 @@ def to_scheduled(
     *,
     run_after: int,
     priority: float | None = None,
-    **fields: Any,
+    **fields: SqlValue,
 ) -> JobRow | None:
     """Into SCHEDULED; the lane (ready or waiting) follows ``run_after`` (ADR-0043).
 
     From SCHEDULED it is a reschedule (E12), not a transition.
     """
     states = tuple(from_states)
-    if states != ("SCHEDULED",):
-        _checked(states, "SCHEDULED")
+    if states != _FROM_SCHEDULED:
+        _checked(states, JobState.SCHEDULED)
     ready = run_after <= now_ms
-    assignments: dict[str, Any] = {
-        "state": "SCHEDULED",
+    assignments: Assignments = {
+        "state": JobState.SCHEDULED,
         "run_after": run_after,
         "ready": int(ready),
         **fields,
@@ -60,9 +63,9 @@ def to_scheduled(
     else:
         assignments["lane_at"] = lanes.by_priority() if ready else run_after
     row = ctx.jobs.update(job_id, states, now_ms, assignments)
-    if row is not None and telemetry.active is not None and states != ("SCHEDULED",):
+    if row is not None and telemetry.active is not None and states != _FROM_SCHEDULED:
         retried = not IN_FLIGHT_STATES.isdisjoint(states)  # an attempt failed; not an operator's retry
-        telemetry.active.jobs_moved(ctx.binding, "SCHEDULED", retried=retried)
+        telemetry.active.jobs_moved(ctx.binding, JobState.SCHEDULED, retried=retried)
     return row
 
 
@@ -71,10 +74,10 @@ def to_queued(ctx: ShardContext, job_id: str, now_ms: int) -> JobRow | None:
     # J-111
     row = ctx.jobs.update(
         job_id,
-        ("SCHEDULED",),
+        _FROM_SCHEDULED,
         now_ms,
         {
-            "state": "QUEUED",
+            "state": JobState.QUEUED,
             "ready": 0,
             "dispatched_at": now_ms,
             "lane_at": lanes.silence_ends_after(now_ms),
@@ -89,10 +92,10 @@ def to_queued_many(ctx: ShardContext, job_ids: list[str], now_ms: int) -> dict[s
     """``to_queued`` for a tick's dispatches, in one statement per chunk; the rows that moved, by id."""
     rows = ctx.jobs.update_many(
         job_ids,
-        ("SCHEDULED",),
+        _FROM_SCHEDULED,
         now_ms,
         {
-            "state": "QUEUED",
+            "state": JobState.QUEUED,
             "ready": 0,
             "dispatched_at": now_ms,
             "lane_at": lanes.silence_ends_after(now_ms),
@@ -108,12 +111,12 @@ def to_running(ctx: ShardContext, job_id: str, now_ms: int) -> JobRow | None:
     # J-111
     row = ctx.jobs.update(
         job_id,
-        ("QUEUED",),
+        (JobState.QUEUED,),
         now_ms,
-        {"state": "RUNNING", "lane_at": lanes.silence_ends_after_dispatch()},
+        {"state": JobState.RUNNING, "lane_at": lanes.silence_ends_after_dispatch()},
     )
     if row is not None and telemetry.active is not None:
-        telemetry.active.jobs_moved(ctx.binding, "RUNNING")
+        telemetry.active.jobs_moved(ctx.binding, JobState.RUNNING)
     return row
 
 
@@ -125,16 +128,12 @@ def to_terminal(
     now_ms: int,
     *,
     error: str | None = None,
-    spawns: list[Any] | None = None,
-    **fields: Any,
+    spawns: Sequence[object] | None = None,
+    **fields: SqlValue,
 ) -> JobRow | None:
     """Into COMPLETED, FAILED, CANCELLED or STALLED; notices and run events are written with it."""
-    row = ctx.jobs.update(
-        job_id,
-        _checked(from_states, to_state),
-        now_ms,
-        {"state": to_state, "ready": 0, "lane_at": now_ms, **fields},
-    )
+    assignments: Assignments = {"state": to_state, "ready": 0, "lane_at": now_ms, **fields}
+    row = ctx.jobs.update(job_id, _checked(from_states, to_state), now_ms, assignments)
     if row is not None:
         record_terminal_events(ctx, row, now_ms, error=error, spawns=spawns)
         log_settled((row,), now_ms, {job_id: error})  # ADR-0145

@@ -3,15 +3,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 from tsumugi import telemetry
+from tsumugi.coordinator.enqueue_wire import EnqueueItem, maybe_int, opt_int, opt_number, text
 from tsumugi.coordinator.lifecycle_log import log_enqueued, log_enqueued_ids
 from tsumugi.coordinator.shard_context import ShardContext
 from tsumugi.coordinator.shard_enqueue_keys import KeyedEnqueue
 from tsumugi.core import ids, jsonwire
 from tsumugi.core.backoff import DEFAULT_BACKOFF
+from tsumugi.core.defaults import DEFAULT_TIMEOUT_MS  # J-110, ADR-0156
 from tsumugi.core.enqueue_keys import EnqueueOutcome
 from tsumugi.core.input_bounds import check_payload_text
 from tsumugi.errors import EnqueueError
@@ -19,30 +20,15 @@ from tsumugi.storage.job_rows import JobRow, scheduled_lane, seq_floor
 
 DEFAULT_PRIORITY: Final = 0
 DEFAULT_MAX_ATTEMPTS: Final = 3
-DEFAULT_TIMEOUT_MS: Final = 60_000  # J-110
 DEFAULT_GUARANTEE: Final = "at-least-once"  # J-106
 DEFAULT_UNIQUE_FOR_MS: Final = 86_400_000  # 24 h reservation (5.2)
 _DEFAULT_BACKOFF_TEXT: Final = jsonwire.dumps(DEFAULT_BACKOFF)  # encoded once, not per job (ADR-0105)
 _PLAIN_KEYS: Final = frozenset({"binding", "payload"})
-_STRING_OPTIONS: Final = (
-    ("concurrency_key", "concurrencyKey"),
-    ("unique_key", "uniqueKey"),
-    ("run_id", "runId"),
-    ("node_id", "nodeId"),
-    ("traceparent", "traceparent"),
-)
-
-
-def _opt(item: Mapping[str, Any], key: str, default: Any) -> Any:
-    """missing and explicit None both mean the default."""
-    # J-28
-    value = item.get(key)
-    return default if value is None else value
 
 
 def enqueue_batch(
     ctx: ShardContext,
-    inputs: list[Mapping[str, Any]],
+    inputs: list[EnqueueItem],
     now_ms: int,
     outcomes: list[EnqueueOutcome] | None = None,
 ) -> list[str]:
@@ -69,12 +55,12 @@ def enqueue_batch(
     new_ids: set[str] = set()
     fresh_ids = iter(ids.new_local_ids(len(inputs)))
     expired_swept = False
-    given = [item["id"] for item in inputs if item.get("id") is not None]
+    given = [given_id for item in inputs if (given_id := text(item, "id")) is not None]
     held = ctx.jobs.existing(given) if given else set()  # J-38: one read for the batch's given ids
     keyed: KeyedEnqueue | None = None
     note = outcomes.append if outcomes is not None else _ignore
     for item in inputs:
-        given_id = item.get("id")
+        given_id = text(item, "id")
         if given_id is not None and (given_id in new_ids or given_id in held):
             out.append(given_id)  # J-38: idempotent node enqueue, within the batch too
             note(EnqueueOutcome(given_id, "existing"))
@@ -87,12 +73,12 @@ def enqueue_batch(
                 note(answered)
                 continue
         job_id = given_id or id_prefix + next(fresh_ids)
-        unique_key = item.get("uniqueKey")
+        unique_key = text(item, "uniqueKey")
         if unique_key is not None:
             if not expired_swept:  # J-33: expired reservations go first
                 ctx.unique.delete_expired(now_ms)
                 expired_swept = True
-            expires_at = now_ms + int(_opt(item, "uniqueForMs", DEFAULT_UNIQUE_FOR_MS))
+            expires_at = now_ms + opt_int(item, "uniqueForMs", DEFAULT_UNIQUE_FOR_MS)
             holder = ctx.unique.reserve(unique_key, job_id, expires_at)
             if holder is not None:  # J-33, J-36: the holder's id, not an error (ADR-0021)
                 out.append(holder)
@@ -105,7 +91,7 @@ def enqueue_batch(
         rows.append((job, ready, lane_at))
         new_ids.add(job_id)
         out.append(job_id)
-        note(EnqueueOutcome(job_id, "created", int(job["run_after"])))
+        note(EnqueueOutcome(job_id, "created", job["run_after"]))
     if keyed is not None:
         keyed.window_ends(rows)
     ctx.jobs.insert_many(rows)
@@ -124,7 +110,7 @@ def _ignore(_outcome: EnqueueOutcome) -> None:
     """Where outcomes go when the caller asked only for ids."""
 
 
-def _payload_text(payload: Any) -> str:
+def _payload_text(payload: object) -> str:
     """The stored payload JSON; an unserializable payload fails the enqueue."""
     # J-27
     try:
@@ -133,18 +119,18 @@ def _payload_text(payload: Any) -> str:
         raise EnqueueError(f"payload must be JSON-serializable: {exc}") from None
 
 
-def _payload_texts(payloads: list[Any]) -> list[str]:
+def _payload_texts(payloads: list[object]) -> list[str]:
     """``_payload_text`` of each payload, in one frame: the plain ``enqueue_many`` path (ADR-0120)."""
     try:
         texts = [jsonwire.dumps(payload) for payload in payloads]
     except (TypeError, ValueError, RecursionError) as exc:  # the client's words (core/options)
         raise EnqueueError(f"payload must be JSON-serializable: {exc}") from None
-    for text in texts:
-        check_payload_text(text)  # ADR-0133: the same limit as every other enqueue path
+    for payload_text in texts:
+        check_payload_text(payload_text)  # ADR-0133: the same limit as every other enqueue path
     return texts
 
 
-def _backoff_text(backoff: Any) -> str:
+def _backoff_text(backoff: object) -> str:
     return _DEFAULT_BACKOFF_TEXT if backoff is None else jsonwire.dumps(backoff)  # J-28: None -> default
 
 
@@ -152,7 +138,7 @@ def job_template(binding: str, now_ms: int) -> JobRow:
     """The row of a new SCHEDULED job with every option at its default; no id, no payload yet."""
     # J-30
     return {
-        "id": None,
+        "id": "",  # each job's own, set by new_job_row or insert_uniform
         "binding": binding,
         "state": "SCHEDULED",
         "priority": DEFAULT_PRIORITY,
@@ -180,7 +166,7 @@ def job_template(binding: str, now_ms: int) -> JobRow:
     }
 
 
-def new_job_row(job_id: str, item: Mapping[str, Any], now_ms: int, template: JobRow) -> JobRow:
+def new_job_row(job_id: str, item: EnqueueItem, now_ms: int, template: JobRow) -> JobRow:
     """The row of a new SCHEDULED job: ``template`` (``job_template``) with the item's options."""
     # J-30
     row = template.copy()
@@ -188,18 +174,24 @@ def new_job_row(job_id: str, item: Mapping[str, Any], now_ms: int, template: Job
     row["payload"] = _payload_text(item.get("payload"))
     if item.keys() <= _PLAIN_KEYS:
         return row  # nothing but binding and payload: every option is the default (ADR-0120)
-    run_at = item.get("runAt")
-    if run_at is not None or item.get("delayMs") is not None:
-        row["run_after"] = int(run_at) if run_at is not None else now_ms + int(item["delayMs"])  # J-26
-    expires_at = item.get("expiresAt")
-    if expires_at is None and item.get("expiresInMs") is not None:
-        expires_at = now_ms + int(item["expiresInMs"])  # J-41: relative to enqueue time
-    row["expires_at"] = int(expires_at) if expires_at is not None else None
-    row["priority"] = _opt(item, "priority", DEFAULT_PRIORITY)
-    row["max_attempts"] = int(_opt(item, "maxAttempts", DEFAULT_MAX_ATTEMPTS))
-    row["guarantee"] = _opt(item, "guarantee", DEFAULT_GUARANTEE)
-    row["timeout_ms"] = int(_opt(item, "timeoutMs", DEFAULT_TIMEOUT_MS))
+    run_at = maybe_int(item, "runAt")
+    delay_ms = maybe_int(item, "delayMs")
+    if run_at is not None or delay_ms is not None:
+        row["run_after"] = run_at if run_at is not None else now_ms + (delay_ms or 0)  # J-26
+    expires_at = maybe_int(item, "expiresAt")
+    if expires_at is None:
+        expires_in_ms = maybe_int(item, "expiresInMs")
+        expires_at = None if expires_in_ms is None else now_ms + expires_in_ms  # J-41: from enqueue time
+    row["expires_at"] = expires_at
+    row["priority"] = opt_number(item, "priority", DEFAULT_PRIORITY)
+    row["max_attempts"] = opt_int(item, "maxAttempts", DEFAULT_MAX_ATTEMPTS)
+    guarantee = text(item, "guarantee")
+    row["guarantee"] = DEFAULT_GUARANTEE if guarantee is None else guarantee
+    row["timeout_ms"] = opt_int(item, "timeoutMs", DEFAULT_TIMEOUT_MS)
     row["backoff"] = _backoff_text(item.get("backoff"))
-    for column, key in _STRING_OPTIONS:
-        row[column] = item.get(key)
+    row["concurrency_key"] = text(item, "concurrencyKey")
+    row["unique_key"] = text(item, "uniqueKey")
+    row["run_id"] = text(item, "runId")
+    row["node_id"] = text(item, "nodeId")
+    row["traceparent"] = text(item, "traceparent")
     return row

@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from tsumugi.coordinator.shard_context import ShardContext
 from tsumugi.core import ids, jsonwire
+from tsumugi.core.json_types import JsonObject
+from tsumugi.core.states import FAILURE_STATES
+from tsumugi.storage.event_outbox import RunEvent, RunJobEvent
 from tsumugi.storage.job_rows import JobRow
 
-FAILURE_STATES = ("FAILED", "STALLED")
+__all__ = ["EXPIRED_ERROR", "RunEvent", "record_terminal_events"]
+
 EXPIRED_ERROR = "job expired"  # J-41: the text is undocumented; ours, recorded in ADR-0047
 
 
@@ -19,8 +23,8 @@ def record_terminal_events(
     now_ms: int,
     *,
     error: str | None,
-    spawns: list[Any] | None,
-    run_events: list[tuple[str, dict[str, Any]]] | None = None,
+    spawns: Sequence[object] | None,
+    run_events: list[RunEvent] | None = None,
 ) -> None:
     """Write the run event and the notices of a job that just reached a terminal state.
 
@@ -34,7 +38,7 @@ def record_terminal_events(
     first_success = state == "COMPLETED" and job["attempts"] <= 1
     last_error = error if error is not None or first_success else ctx.attempts.last_error(job["id"])
     if job["run_id"] is not None:
-        event: dict[str, Any] = {
+        event: RunJobEvent = {
             "nodeId": job["node_id"],
             "jobId": job["id"],
             "state": state,
@@ -47,7 +51,7 @@ def record_terminal_events(
             ctx.events.add_run_event(job["run_id"], event)
         else:
             run_events.append((job["run_id"], event))
-    base = {
+    base: JsonObject = {
         "jobId": job["id"],
         "binding": job["binding"],
         "state": state,
@@ -86,7 +90,7 @@ def _notice_targets(ctx: ShardContext, job: JobRow) -> tuple[str | None, str | N
     return failure, settled
 
 
-def _add(ctx: ShardContext, job: JobRow, target: str, payload: dict[str, Any]) -> None:
+def _add(ctx: ShardContext, job: JobRow, target: str, payload: JsonObject) -> None:
     # A fixed id per notice makes redelivery idempotent: the target shard returns the existing job (J-38).
     notice_id = ids.format_job_id(target, 0, ids.new_local_id())
     ctx.events.add_notice(target, notice_id, payload, job["traceparent"])  # J-40: the trace goes on

@@ -4,17 +4,66 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any, Final, NamedTuple
+from dataclasses import dataclass
+from typing import Final, NamedTuple, TypeAlias
+
+from tsumugi.core.json_types import JsonMapping, JsonObject
 
 # J-100: the default when an enqueue gives no backoff.
-DEFAULT_BACKOFF: Final[dict[str, Any]] = {
+DEFAULT_BACKOFF: Final[JsonObject] = {
     "kind": "exponential",
     "baseMs": 1000,
     "factor": 2,
     "maxMs": 3_600_000,
     "jitter": True,
 }
+
+
+@dataclass(frozen=True, slots=True)
+class Fixed:
+    """The same delay after every failure."""
+
+    delay_ms: float
+    jitter: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Exponential:
+    """``min(base_ms * factor ** (attempts - 1), max_ms)``."""
+
+    base_ms: float = 1000
+    factor: float = 2
+    max_ms: float = 3_600_000
+    jitter: bool = False
+
+
+RetryBackoff: TypeAlias = Fixed | Exponential
+
+
+def _number(wire: JsonMapping, key: str, default: float) -> float:
+    value = wire.get(key, default)
+    if isinstance(value, int | float | str):  # a stored backoff was checked at enqueue; float() as before
+        return float(value)
+    raise TypeError(f"backoff.{key} is not a number: {value!r}")
+
+
+def backoff_from_wire(wire: JsonMapping | None) -> RetryBackoff:
+    """The backoff a job stored (``{kind, delayMs | baseMs, factor, maxMs, jitter}``); None is the default.
+
+    Any kind but ``fixed`` is exponential, a missing field takes the default, a missing ``jitter`` is off.
+    """
+    if wire is None:
+        return DEFAULT
+    jitter = bool(wire.get("jitter"))
+    if wire.get("kind") == "fixed":
+        return Fixed(_number(wire, "delayMs", 0), jitter)
+    return Exponential(
+        _number(wire, "baseMs", 1000), _number(wire, "factor", 2), _number(wire, "maxMs", 3_600_000), jitter
+    )
+
+
+DEFAULT: Final = Exponential(jitter=True)  # DEFAULT_BACKOFF, decoded
+assert backoff_from_wire(DEFAULT_BACKOFF) == DEFAULT
 
 
 class NextAttempt(NamedTuple):
@@ -30,27 +79,22 @@ def js_round(value: float) -> int:
     return math.floor(value + 0.5)
 
 
-def base_delay_ms(attempts: int, backoff: Mapping[str, Any]) -> float:
+def base_delay_ms(attempts: int, backoff: RetryBackoff) -> float:
     """The un-jittered delay after ``attempts`` finished attempts."""
     # J-101
-    if backoff.get("kind") == "fixed":
-        return float(backoff.get("delayMs", 0))
-    base = float(backoff.get("baseMs", DEFAULT_BACKOFF["baseMs"]))
-    factor = float(backoff.get("factor", DEFAULT_BACKOFF["factor"]))
-    cap = float(backoff.get("maxMs", DEFAULT_BACKOFF["maxMs"]))
-    try:
-        grown = base * factor ** max(0, attempts - 1)
-    except OverflowError:
-        grown = math.inf
-    return min(grown, cap)
+    match backoff:
+        case Fixed(delay_ms=delay_ms):
+            return delay_ms
+        case Exponential(base_ms=base, factor=factor, max_ms=cap):
+            try:
+                grown = base * factor ** max(0, attempts - 1)
+            except OverflowError:
+                grown = math.inf
+            return min(grown, cap)
 
 
-def next_attempt(
-    attempts: int,
-    max_attempts: int,
-    backoff_wire: Mapping[str, Any] | None,
-    now_ms: int,
-    rand: float = 0.5,
+def next_retry(
+    attempts: int, max_attempts: int, backoff: RetryBackoff, now_ms: int, rand: float = 0.5
 ) -> NextAttempt:
     """When to retry after a failure; ``attempts`` is the count after the failure.
 
@@ -59,7 +103,17 @@ def next_attempt(
     # J-101
     if attempts >= max_attempts:
         return NextAttempt(True, None)
-    backoff = backoff_wire if backoff_wire is not None else DEFAULT_BACKOFF
     base = base_delay_ms(attempts, backoff)
-    delay = js_round(base / 2 + rand * base / 2) if backoff.get("jitter") else js_round(base)
+    delay = js_round(base / 2 + rand * base / 2) if backoff.jitter else js_round(base)
     return NextAttempt(False, now_ms + delay)
+
+
+def next_attempt(
+    attempts: int,
+    max_attempts: int,
+    backoff_wire: JsonMapping | None,
+    now_ms: int,
+    rand: float = 0.5,
+) -> NextAttempt:
+    """``next_retry`` for a backoff in its wire form (None for the default)."""
+    return next_retry(attempts, max_attempts, backoff_from_wire(backoff_wire), now_ms, rand)

@@ -6,12 +6,13 @@ A pure function of the job's current fields and the report; the shard applies th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Final, Literal, TypeAlias
 
 from tsumugi.core import jsonwire
-from tsumugi.core.backoff import next_attempt
+from tsumugi.core.backoff import DEFAULT, RetryBackoff, next_retry
+from tsumugi.core.states import IN_FLIGHT_STATES
 
 RESULT_LIMIT: Final = 8192  # J-71: UTF-16 code units of the stored result JSON
 ERROR_LIMIT: Final = 2000  # J-73: characters of error text kept
@@ -25,9 +26,65 @@ class ReportedJob:
     state: str
     attempts: int
     max_attempts: int
-    backoff: Mapping[str, Any] | None
+    backoff: RetryBackoff = DEFAULT
     run_id: str | None = None
     cancel_requested_at: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Never:
+    """The performer said this failure is permanent: no retry, whatever attempts are left."""
+
+
+@dataclass(frozen=True, slots=True)
+class At:
+    """The performer chose when to retry this failure (epoch ms), instead of the backoff."""
+
+    at_ms: int
+
+
+Retry: TypeAlias = Never | At | None  # None: the backoff decides
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """An attempt that returned ``result``; a run's job may also ask for ``spawns``."""
+
+    result: object = None
+    spawns: Sequence[object] | None = None
+    attempt: int | None = None  # which attempt the consumer reports (None: not said)
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """An attempt that raised or gave up; ``error`` is what it said."""
+
+    error: object = None
+    retry: Retry = None
+    attempt: int | None = None
+
+
+AttemptOutcome: TypeAlias = Completed | Failed
+_NEVER: Final = Never()
+
+
+def outcome_from_wire(wire: Mapping[str, object]) -> AttemptOutcome:
+    """The consumer's report (``{ok, result, spawns?, attempt?}`` or ``{ok, error?, retry?, attempt?}``)."""
+    # J-119, J-76
+    attempt = wire.get("attempt")
+    reported = attempt if isinstance(attempt, int) else None
+    if wire.get("ok"):
+        spawns = wire.get("spawns")
+        return Completed(wire.get("result"), spawns if isinstance(spawns, (list, tuple)) else None, reported)
+    retry = wire.get("retry")
+    chosen: Retry = None
+    if isinstance(retry, Mapping):
+        kind = retry.get("kind")
+        if kind == "never":
+            chosen = _NEVER
+        elif kind == "at":
+            chosen = At(int(retry["at"]))
+    return Failed(wire.get("error"), chosen, reported)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +103,7 @@ class ReportEffect:
     log_state: Literal["COMPLETED", "FAILED"] | None = None
 
 
-def encode_result(value: Any) -> tuple[str | None, bool]:
+def encode_result(value: object) -> tuple[str | None, bool]:
     """``(text, stored)``: None maps to no result; too long or unserializable is not stored."""
     # J-71
     if value is None:
@@ -60,7 +117,7 @@ def encode_result(value: Any) -> tuple[str | None, bool]:
     return text, True
 
 
-def truncate_error(error: Any) -> str | None:
+def truncate_error(error: object) -> str | None:
     """The stored error text: the first 2 000 characters (code points in the port)."""
     # J-73
     if error is None:
@@ -68,38 +125,34 @@ def truncate_error(error: Any) -> str | None:
     return str(error)[:ERROR_LIMIT]
 
 
-def is_stale(job: ReportedJob, reported_attempt: Any) -> bool:
+def is_stale(job: ReportedJob, reported_attempt: object) -> bool:
     """A report naming another attempt than the one in flight is stale (ADR-0046)."""
     return isinstance(reported_attempt, int) and reported_attempt != job.attempts + 1
 
 
-def decide_report(
-    job: ReportedJob, outcome: Mapping[str, Any], now_ms: int, rand: float
-) -> ReportEffect | None:
+def decide_report(job: ReportedJob, outcome: AttemptOutcome, now_ms: int, rand: float) -> ReportEffect | None:
     """The effect of ``outcome`` on ``job``, or None when the report is ignored (ADR-0046)."""
     # J-115
-    if job.state not in ("QUEUED", "RUNNING") or is_stale(job, outcome.get("attempt")):
+    if job.state not in IN_FLIGHT_STATES or is_stale(job, outcome.attempt):
         return None
     attempts = job.attempts + 1  # J-93: a reported attempt is finished
-    error: Any = outcome.get("error")
-    if outcome.get("ok"):
-        text, stored = encode_result(outcome.get("result"))
-        if stored or job.run_id is None:
-            log: Literal["COMPLETED"] | None = "COMPLETED" if attempts > 1 else None  # J-95
-            return ReportEffect("COMPLETED", attempts, result=text, log_state=log)
-        error = RESULT_NOT_STORED  # J-72: a flow node's result must be stored, so this is a failure
-        retry: Any = None
-    else:
-        retry = outcome.get("retry")
+    match outcome:
+        case Completed(result=result):
+            text, stored = encode_result(result)
+            if stored or job.run_id is None:
+                log: Literal["COMPLETED"] | None = "COMPLETED" if attempts > 1 else None  # J-95
+                return ReportEffect("COMPLETED", attempts, result=text, log_state=log)
+            error: object = RESULT_NOT_STORED  # J-72: a flow node's result must be stored: a failure
+            retry: Retry = None
+        case Failed(error=error, retry=retry):
+            pass
     error_text = truncate_error(error)
     if job.cancel_requested_at is not None:  # J-135: a failure after the request is not retried
         return ReportEffect("CANCELLED", attempts, error=error_text, log_state="FAILED")
-    if isinstance(retry, Mapping) and retry.get("kind") == "never":  # J-76: permanent failure
+    if isinstance(retry, Never):  # J-76: permanent failure
         return ReportEffect("FAILED", attempts, error=error_text, log_state="FAILED")
-    planned = next_attempt(attempts, job.max_attempts, job.backoff, now_ms, rand)
+    planned = next_retry(attempts, job.max_attempts, job.backoff, now_ms, rand)
     if planned.exhausted:
         return ReportEffect("FAILED", attempts, error=error_text, log_state="FAILED")
-    run_after = planned.run_after
-    if isinstance(retry, Mapping) and retry.get("kind") == "at":  # J-76: this failure's own retry time
-        run_after = int(retry["at"])
+    run_after = retry.at_ms if isinstance(retry, At) else planned.run_after  # J-76: its own retry time
     return ReportEffect("SCHEDULED", attempts, error=error_text, run_after=run_after, log_state="FAILED")

@@ -20,7 +20,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Final
+from typing import Final, Literal, TypeAlias, get_args
 
 from tsumugi.errors import InvalidTransitionError
 
@@ -35,12 +35,20 @@ class JobState(StrEnum):
     STALLED = "STALLED"
 
 
+# The same seven names as a type, for the ``state`` of a stored row (a plain ``str`` at run time).
+JobStateName: TypeAlias = Literal[
+    "SCHEDULED", "QUEUED", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "STALLED"
+]
+assert set(get_args(JobStateName)) == {state.value for state in JobState}  # one list, said twice
+
 ACTIVE_STATES: Final = frozenset({JobState.SCHEDULED, JobState.QUEUED, JobState.RUNNING})
 TERMINAL_STATES: Final = frozenset(
     {JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.STALLED}
 )
 IN_FLIGHT_STATES: Final = frozenset({JobState.QUEUED, JobState.RUNNING})
 RETRYABLE_STATES: Final = frozenset({JobState.FAILED, JobState.STALLED})
+# The terminal states a failure ends in: kept for ``failed_retention_ms``, told to ``onFailure``.
+FAILURE_STATES: Final = RETRYABLE_STATES
 
 # J-92 table, with the newer release's QUEUED/RUNNING -> CANCELLED (J-135, J-41).
 TRANSITIONS: Final[dict[JobState, frozenset[JobState]]] = {

@@ -7,10 +7,36 @@ after delivery succeeded (at-least-once).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from collections.abc import Sequence
+from typing import NamedTuple, NotRequired, TypeAlias, TypedDict
 
 from tsumugi.core import jsonwire
+from tsumugi.core.json_types import JsonObject
 from tsumugi.ports import SqlExecutor
+from tsumugi.storage.sql_values import integer
+
+
+class RunJobEvent(TypedDict):
+    """What a run learns of its node's job when the job settles (``RunRpc.notify``)."""
+
+    # F-45
+
+    nodeId: str | None
+    jobId: str
+    state: str
+    result: str | None  # the stored result JSON text
+    error: str | None
+    spawns: NotRequired[Sequence[object]]  # F-55: the spawn requests of a completed attempt
+
+
+RunEvent: TypeAlias = tuple[str, RunJobEvent]  # (run id, event)
+
+
+def _object(value: object) -> JsonObject:
+    """A stored event or payload: written from a dict, so it reads back as one."""
+    if not isinstance(value, dict):
+        raise TypeError(f"expected a JSON object, read {type(value).__name__}")
+    return value
 
 
 class Notice(NamedTuple):
@@ -21,7 +47,7 @@ class Notice(NamedTuple):
     seq: int
     target: str
     notice_id: str
-    payload: dict[str, Any]
+    payload: JsonObject
     traceparent: str | None
 
 
@@ -29,12 +55,12 @@ class EventOutbox:
     def __init__(self, sql: SqlExecutor) -> None:
         self.sql = sql
 
-    def add_run_event(self, run_id: str, event: dict[str, Any]) -> None:
+    def add_run_event(self, run_id: str, event: RunJobEvent) -> None:
         self.sql.execute(
             "INSERT INTO run_notify (run_id, event) VALUES (?, ?)", (run_id, jsonwire.dumps(event))
         )
 
-    def add_run_events(self, events: list[tuple[str, dict[str, Any]]]) -> None:
+    def add_run_events(self, events: list[RunEvent]) -> None:
         """``add_run_event`` for many events, in order: one ``executemany``."""
         if events:
             self.sql.execute_many(
@@ -42,16 +68,15 @@ class EventOutbox:
                 [(run_id, jsonwire.dumps(event)) for run_id, event in events],
             )
 
-    def run_events(self, limit: int) -> list[tuple[int, str, dict[str, Any]]]:
+    def run_events(self, limit: int) -> list[tuple[int, str, JsonObject]]:
+        """The oldest events as ``(seq, run id, event)``, each as it reached JSON and came back."""
         rows = self.sql.execute("SELECT seq, run_id, event FROM run_notify ORDER BY seq LIMIT ?", (limit,))
-        return [(int(s), str(r), jsonwire.loads(str(e))) for s, r, e in rows]  # type: ignore[arg-type]
+        return [(integer(s), str(r), _object(jsonwire.loads(str(e)))) for s, r, e in rows]
 
     def delete_run_events(self, seqs: list[int]) -> None:
         self.sql.execute_many("DELETE FROM run_notify WHERE seq = ?", ((s,) for s in seqs))
 
-    def add_notice(
-        self, target: str, notice_id: str, payload: dict[str, Any], traceparent: str | None
-    ) -> None:
+    def add_notice(self, target: str, notice_id: str, payload: JsonObject, traceparent: str | None) -> None:
         self.sql.execute(
             "INSERT INTO notice (target, notice_id, payload, traceparent) VALUES (?, ?, ?, ?)",
             (target, notice_id, jsonwire.dumps(payload), traceparent),
@@ -62,7 +87,9 @@ class EventOutbox:
             "SELECT seq, target, notice_id, payload, traceparent FROM notice ORDER BY seq LIMIT ?", (limit,)
         )
         return [
-            Notice(int(s), str(t), str(i), jsonwire.loads(str(p)), None if tp is None else str(tp))  # type: ignore[arg-type]
+            Notice(
+                integer(s), str(t), str(i), _object(jsonwire.loads(str(p))), None if tp is None else str(tp)
+            )
             for s, t, i, p, tp in rows
         ]
 

@@ -2,11 +2,46 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Callable, Iterable
+from typing import Final, NotRequired, TypedDict
 
-from tsumugi.ports import Row
+from tsumugi.core.states import JobStateName
+from tsumugi.ports import Row, SqlValue
 
-JobRow = dict[str, Any]
+
+class JobRow(TypedDict):
+    """One ``job`` row as a plain dict (zero cost on the hot path).
+
+    The ``REPORT_COLUMNS`` are in every row read; the others are absent from a report's narrower read.
+    JSON columns (``backoff``, ``payload``, ``result``) hold their text.
+    """
+
+    id: str
+    binding: str
+    state: JobStateName
+    attempts: int
+    max_attempts: int
+    backoff: str
+    run_id: str | None
+    node_id: str | None
+    dispatched_at: int | None
+    cancel_requested_at: int | None
+    traceparent: str | None
+    result: str | None
+    priority: NotRequired[float]
+    concurrency_key: NotRequired[str | None]
+    unique_key: NotRequired[str | None]
+    guarantee: NotRequired[str]
+    timeout_ms: NotRequired[int]
+    run_after: NotRequired[int]
+    created_at: NotRequired[int]
+    updated_at: NotRequired[int]
+    heartbeat_at: NotRequired[int | None]
+    progress: NotRequired[float | None]
+    payload: NotRequired[str]
+    expires_at: NotRequired[int | None]
+    version: NotRequired[int]
+
 
 JOB_COLUMNS: Final[tuple[str, ...]] = (
     "id",
@@ -67,8 +102,14 @@ def seq_floor(now_ms: int) -> int:
     return now_ms * SEQ_PER_MS
 
 
+# ``dict`` itself, typed as what it builds here: a row read with the columns the schema gives those types
+# (``shard_schema``). The one place a SQL row becomes a ``JobRow``, with no per-row cost.
+_job_dict: Final[Callable[[Iterable[tuple[str, SqlValue]]], JobRow]] = dict  # type: ignore[assignment]
+
+
 def job_from_row(row: Row, columns: tuple[str, ...] = JOB_COLUMNS) -> JobRow:
-    return dict(zip(columns, row, strict=True))
+    """A job row from ``SELECT`` of ``columns`` (every column, or ``REPORT_COLUMNS``)."""
+    return _job_dict(zip(columns, row, strict=True))
 
 
 def scheduled_lane(run_after: int, priority: float, now_ms: int) -> tuple[int, float]:

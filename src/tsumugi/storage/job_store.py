@@ -9,21 +9,23 @@ later changes mark the outbox only once it has been projected, or when it finish
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Final, NamedTuple, TypeAlias
 
-from tsumugi.core.states import TERMINAL_STATES
+from tsumugi.core.states import TERMINAL_STATES, JobState
 from tsumugi.ports import SqlExecutor, SqlValue
 from tsumugi.storage.job_rows import (
     JOB_COLUMNS,
     JOB_SELECT,
     MAX_BOUND_PARAMS,
+    REPORT_COLUMNS,
     JobRow,
     chunks,
     job_from_row,
     seq_floor,
 )
 from tsumugi.storage.lane_expressions import RowExpression
+from tsumugi.storage.sql_values import integer, optional_integer
 
 # Columns every new job has; the others are mostly NULL and are left out of its INSERT, since binding a
 # parameter costs more than the column's default (ADR-0120).
@@ -69,16 +71,47 @@ _CLEAR_FRESH = (
 )
 
 
-_TERMINAL_LIST: Final = "(" + ", ".join(f"'{state}'" for state in sorted(TERMINAL_STATES)) + ")"
+# Reports of a batch settled in one statement per chunk: 4 parameters a row beside 5 shared ones (3 values
+# and the 2 in-flight states), within the 100 that Durable Object SQL binds (ADR-0136).
+_SETTLE_ROWS: Final = (MAX_BOUND_PARAMS - 5) // 4
+_SETTLE_SQL: Final = (
+    "UPDATE job SET state = v.column2, attempts = v.column3, result = v.column4, ready = 0, lane_at = ?, "
+    "updated_at = ?, heartbeat_at = NULL, progress = NULL, cancel_requested_at = NULL, "
+    "version = max(version + 1, ?) FROM (VALUES {values}) AS v "
+    "WHERE job.id = v.column1 AND +job.state IN (?, ?) RETURNING {columns}"
+)
+_SETTLED_RETURNING: Final = ", ".join(f"job.{column}" for column in REPORT_COLUMNS)
+# What an update sets: a column's new value, or an expression over the old row (``lane_expressions``).
+Assignments: TypeAlias = dict[str, SqlValue | RowExpression]
 
 
-def _assignments(now_ms: int, assignments: Mapping[str, Any], transition: bool) -> tuple[str, list[SqlValue]]:
+class Settle(NamedTuple):
+    """A finished report's row change: the terminal state, the attempts and the stored result text."""
+
+    job_id: str
+    to_state: str
+    attempts: int
+    result: str | None
+
+
+def _sql_list(states: Iterable[str]) -> str:
+    """A fixed ``IN`` list of state literals; the ``job_lane`` partial indexes need literals, not binds."""
+    return "(" + ", ".join(f"'{state}'" for state in states) + ")"
+
+
+_TERMINAL_LIST: Final = _sql_list(sorted(TERMINAL_STATES))
+_ACTIVE_LIST: Final = _sql_list((JobState.SCHEDULED, JobState.QUEUED, JobState.RUNNING))  # ACTIVE_STATES
+
+
+def _assignments(
+    now_ms: int, assignments: Mapping[str, SqlValue | RowExpression], transition: bool
+) -> tuple[str, list[SqlValue]]:
     """The ``SET`` list and its parameters; a transition also stamps ``updated_at`` and clears the
     heartbeat, progress and cancel request, and every change bumps ``version``."""
     # J-69, J-135
     sets: list[str] = []
     params: list[SqlValue] = []
-    merged: dict[str, Any] = {}
+    merged: Assignments = {}
     if transition:
         merged.update(
             {"updated_at": now_ms, "heartbeat_at": None, "progress": None, "cancel_requested_at": None}
@@ -135,8 +168,8 @@ class JobStore:
         return found
 
     def count_active(self) -> int:
-        rows = self.sql.execute("SELECT count(*) FROM job WHERE state IN ('SCHEDULED', 'QUEUED', 'RUNNING')")
-        return int(rows[0][0])  # type: ignore[arg-type]
+        rows = self.sql.execute(f"SELECT count(*) FROM job WHERE state IN {_ACTIVE_LIST}")
+        return integer(rows[0][0])
 
     # ------------------------------------------------------------------ writes
     def insert(self, job: JobRow, ready: int, lane_at: float) -> None:
@@ -149,11 +182,19 @@ class JobStore:
         plain: list[tuple[SqlValue, ...]] = []
         shaped: dict[tuple[str, ...], list[tuple[SqlValue, ...]]] = {}
         for job, ready, lane_at in rows:
-            if _often_null_values(job) == _NONE_OFTEN_NULL:
+            often = _often_null_values(job)
+            if often == _NONE_OFTEN_NULL:
                 plain.append((ready, lane_at, *_always_values(job)))
             else:
-                extra = tuple(column for column in _OFTEN_NULL if job[column] is not None)
-                values = (ready, lane_at, *_always_values(job), *(job[column] for column in extra))
+                extra = tuple(
+                    column for column, value in zip(_OFTEN_NULL, often, strict=True) if value is not None
+                )
+                values = (
+                    ready,
+                    lane_at,
+                    *_always_values(job),
+                    *(value for value in often if value is not None),
+                )
                 shaped.setdefault(extra, []).append(values)
         if plain:
             self.sql.execute_many(_INSERT, plain)
@@ -201,7 +242,7 @@ class JobStore:
         job_id: str,
         from_states: Iterable[str],
         now_ms: int,
-        assignments: Mapping[str, Any],
+        assignments: Mapping[str, SqlValue | RowExpression],
         *,
         transition: bool = True,
     ) -> JobRow | None:
@@ -232,7 +273,7 @@ class JobStore:
         job_ids: list[str],
         from_states: Iterable[str],
         now_ms: int,
-        assignments: Mapping[str, Any],
+        assignments: Mapping[str, SqlValue | RowExpression],
     ) -> dict[str, JobRow]:
         """``update`` of many jobs with the same assignments, one statement per chunk of ids.
 
@@ -253,6 +294,25 @@ class JobStore:
                 job = job_from_row(row)
                 changed[job["id"]] = job
         self.mark_changed_many(list(changed.values()))
+        return changed
+
+    def settle_many(self, settled: Sequence[Settle], from_states: Sequence[str], now_ms: int) -> list[JobRow]:
+        """Finish many in-flight jobs, one statement per chunk; the ``REPORT_COLUMNS`` of those that moved.
+
+        A transition as ``update`` writes it (``lane_at`` now, the heartbeat, progress and cancel request
+        cleared); the caller marks the rows (``mark_changed_many``).
+        """
+        changed: list[JobRow] = []
+        for start in range(0, len(settled), _SETTLE_ROWS):
+            part = settled[start : start + _SETTLE_ROWS]
+            values = ", ".join(["(?, ?, ?, ?)"] * len(part))
+            params: list[SqlValue] = [now_ms, now_ms, seq_floor(now_ms)]
+            for row in part:
+                params.extend(row)
+            sql = _SETTLE_SQL.format(values=values, columns=_SETTLED_RETURNING)
+            changed.extend(
+                job_from_row(row, REPORT_COLUMNS) for row in self.sql.execute(sql, (*params, *from_states))
+            )
         return changed
 
     def mark_changed_many(self, jobs: list[JobRow]) -> None:
@@ -298,7 +358,7 @@ class JobStore:
             "SELECT min(j.updated_at) FROM outbox o CROSS JOIN job j ON j.id = o.job_id "
             f"WHERE j.state NOT IN {_TERMINAL_LIST}"
         )
-        return None if not rows or rows[0][0] is None else int(rows[0][0])
+        return optional_integer(rows[0][0]) if rows else None
 
     def fresh_ids(self, created_before_ms: int, limit: int) -> dict[str, int]:
         """New jobs created before ``created_before_ms`` and never projected, oldest first (ADR-0119).
@@ -309,12 +369,12 @@ class JobStore:
             "SELECT job_id, created_at FROM fresh WHERE created_at < ? ORDER BY created_at LIMIT ?",
             (created_before_ms, limit),
         )
-        return {str(job_id): int(created_at) for job_id, created_at in rows}  # type: ignore[arg-type]
+        return {str(job_id): integer(created_at) for job_id, created_at in rows}
 
     def earliest_fresh(self) -> int | None:
         """``created_at`` of the oldest job still waiting for its first projection."""
         rows = self.sql.execute("SELECT created_at FROM fresh ORDER BY created_at LIMIT 1")
-        return int(rows[0][0]) if rows else None  # type: ignore[arg-type]
+        return integer(rows[0][0]) if rows else None
 
     def count_dirty(self) -> int:
         """Jobs waiting for a projection, marked or fresh."""
@@ -322,7 +382,7 @@ class JobStore:
         rows = self.sql.execute(
             "SELECT count(*) FROM (SELECT job_id FROM outbox UNION SELECT job_id FROM fresh)"
         )
-        return int(rows[0][0])  # type: ignore[arg-type]
+        return integer(rows[0][0])
 
     def clear_dirty(self, projected: Mapping[str, JobRow | None], fresh_created: Mapping[str, int]) -> None:
         """Unmark projected jobs unless they changed again since (their version moved on).

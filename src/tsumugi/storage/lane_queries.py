@@ -11,11 +11,13 @@ from collections.abc import Iterator
 from typing import Final
 
 from tsumugi.core.aging import effective_priority
+from tsumugi.core.states import IN_FLIGHT_STATES
 from tsumugi.ports import SqlExecutor
 from tsumugi.storage.job_rows import JOB_SELECT, JobRow, job_from_row
+from tsumugi.storage.sql_values import integer
 
 PAGE_ROWS: Final = 100  # rows fetched per priority stream per round trip
-_IN_FLIGHT: Final = ("QUEUED", "RUNNING")
+_IN_FLIGHT: Final = tuple(sorted(IN_FLIGHT_STATES))  # ("QUEUED", "RUNNING")
 
 
 class LaneQueries:
@@ -131,7 +133,7 @@ class LaneQueries:
 
     def count_in_flight(self) -> int:
         rows = self.sql.execute("SELECT count(*) FROM job WHERE state IN ('QUEUED', 'RUNNING')")
-        return int(rows[0][0])  # type: ignore[arg-type]
+        return integer(rows[0][0])
 
     def key_in_flight(self) -> dict[str, int]:
         # INDEXED BY: without statistics the planner walks every in-flight job through job_lane instead
@@ -140,7 +142,7 @@ class LaneQueries:
             "SELECT concurrency_key, count(*) FROM job INDEXED BY job_key_in_flight "
             "WHERE concurrency_key IS NOT NULL AND state IN ('QUEUED', 'RUNNING') GROUP BY concurrency_key"
         )
-        return {str(k): int(n) for k, n in rows}  # type: ignore[arg-type]
+        return {str(k): integer(n) for k, n in rows}
 
     # ------------------------------------------------------------------ finished (sweep, J-170)
     def finished_before(self, states: tuple[str, ...], before_ms: int, limit: int) -> list[str]:

@@ -2,21 +2,42 @@
 
 from __future__ import annotations
 
-from tsumugi.core.outcome import RESULT_NOT_STORED, ReportedJob, decide_report, encode_result, truncate_error
+from collections.abc import Mapping
+
+from tsumugi.core.backoff import backoff_from_wire
+from tsumugi.core.outcome import (
+    RESULT_NOT_STORED,
+    ReportedJob,
+    ReportEffect,
+    decide_report,
+    encode_result,
+    outcome_from_wire,
+    truncate_error,
+)
 
 NOW = 10_000
 FIXED = {"kind": "fixed", "delayMs": 1000}
 
 
 def job(**kw: object) -> ReportedJob:
-    base: dict[str, object] = {"state": "QUEUED", "attempts": 0, "max_attempts": 3, "backoff": FIXED}
+    base: dict[str, object] = {
+        "state": "QUEUED",
+        "attempts": 0,
+        "max_attempts": 3,
+        "backoff": backoff_from_wire(FIXED),
+    }
     base.update(kw)
     return ReportedJob(**base)  # type: ignore[arg-type]
 
 
+def decide(reported: ReportedJob, wire: Mapping[str, object], now: int, rand: float) -> ReportEffect | None:
+    """The report as the shard reads it: decoded from the consumer's wire dict once."""
+    return decide_report(reported, outcome_from_wire(wire), now, rand)
+
+
 def test_first_success_skips_attempt_row() -> None:
     # J-95: success on the first attempt writes no attempt row
-    effect = decide_report(job(), {"ok": True, "result": {"a": 1}}, NOW, 0.5)
+    effect = decide(job(), {"ok": True, "result": {"a": 1}}, NOW, 0.5)
     assert effect is not None
     assert (effect.to_state, effect.attempts, effect.result, effect.log_state) == (
         "COMPLETED",
@@ -28,7 +49,7 @@ def test_first_success_skips_attempt_row() -> None:
 
 def test_later_success_logs_attempt() -> None:
     # J-95
-    effect = decide_report(job(attempts=1), {"ok": True, "result": None}, NOW, 0.5)
+    effect = decide(job(attempts=1), {"ok": True, "result": None}, NOW, 0.5)
     assert effect is not None and effect.log_state == "COMPLETED" and effect.result is None
 
 
@@ -44,15 +65,15 @@ def test_result_limits() -> None:
 
 def test_unstorable_result_completes_outside_runs_and_fails_inside() -> None:
     # J-71, J-72
-    outside = decide_report(job(), {"ok": True, "result": "x" * 9000}, NOW, 0.5)
+    outside = decide(job(), {"ok": True, "result": "x" * 9000}, NOW, 0.5)
     assert outside is not None and outside.to_state == "COMPLETED" and outside.result is None
-    inside = decide_report(job(run_id="r1"), {"ok": True, "result": "x" * 9000}, NOW, 0.5)
+    inside = decide(job(run_id="r1"), {"ok": True, "result": "x" * 9000}, NOW, 0.5)
     assert inside is not None and inside.to_state == "SCHEDULED" and inside.error == RESULT_NOT_STORED
 
 
 def test_failure_with_attempts_left_retries_at_backoff() -> None:
     # J-94 reported path: attempts+1 < max -> retry at backoff
-    effect = decide_report(job(), {"ok": False, "error": "boom"}, NOW, 0.5)
+    effect = decide(job(), {"ok": False, "error": "boom"}, NOW, 0.5)
     assert effect is not None
     assert (effect.to_state, effect.attempts, effect.run_after, effect.log_state) == (
         "SCHEDULED",
@@ -64,34 +85,34 @@ def test_failure_with_attempts_left_retries_at_backoff() -> None:
 
 def test_failure_exhausted() -> None:
     # J-94: attempts_after >= max -> FAILED
-    effect = decide_report(job(attempts=2), {"ok": False, "error": "boom"}, NOW, 0.5)
+    effect = decide(job(attempts=2), {"ok": False, "error": "boom"}, NOW, 0.5)
     assert effect is not None and effect.to_state == "FAILED" and effect.attempts == 3
 
 
 def test_performer_chosen_retry() -> None:
     # J-76: never -> FAILED now; at -> that time instead of the backoff
-    never = decide_report(job(), {"ok": False, "retry": {"kind": "never"}}, NOW, 0.5)
+    never = decide(job(), {"ok": False, "retry": {"kind": "never"}}, NOW, 0.5)
     assert never is not None and never.to_state == "FAILED"
-    at = decide_report(job(), {"ok": False, "retry": {"kind": "at", "at": NOW + 99}}, NOW, 0.5)
+    at = decide(job(), {"ok": False, "retry": {"kind": "at", "at": NOW + 99}}, NOW, 0.5)
     assert at is not None and at.run_after == NOW + 99
-    last = decide_report(job(attempts=2), {"ok": False, "retry": {"kind": "at", "at": NOW + 99}}, NOW, 0.5)
+    last = decide(job(attempts=2), {"ok": False, "retry": {"kind": "at", "at": NOW + 99}}, NOW, 0.5)
     assert last is not None and last.to_state == "FAILED"
 
 
 def test_failure_after_cancel_request_cancels() -> None:
     # J-135
-    effect = decide_report(job(cancel_requested_at=5), {"ok": False, "error": "stop"}, NOW, 0.5)
+    effect = decide(job(cancel_requested_at=5), {"ok": False, "error": "stop"}, NOW, 0.5)
     assert effect is not None and effect.to_state == "CANCELLED"
-    success = decide_report(job(cancel_requested_at=5), {"ok": True, "result": 1}, NOW, 0.5)
+    success = decide(job(cancel_requested_at=5), {"ok": True, "result": 1}, NOW, 0.5)
     assert success is not None and success.to_state == "COMPLETED"
 
 
 def test_ignored_reports() -> None:
     # J-115: not in flight; ADR-0046: another attempt's report is stale
-    assert decide_report(job(state="SCHEDULED"), {"ok": True}, NOW, 0.5) is None
-    assert decide_report(job(state="COMPLETED"), {"ok": False}, NOW, 0.5) is None
-    assert decide_report(job(attempts=1), {"ok": True, "attempt": 1}, NOW, 0.5) is None
-    assert decide_report(job(attempts=1), {"ok": True, "attempt": 2}, NOW, 0.5) is not None
+    assert decide(job(state="SCHEDULED"), {"ok": True}, NOW, 0.5) is None
+    assert decide(job(state="COMPLETED"), {"ok": False}, NOW, 0.5) is None
+    assert decide(job(attempts=1), {"ok": True, "attempt": 1}, NOW, 0.5) is None
+    assert decide(job(attempts=1), {"ok": True, "attempt": 2}, NOW, 0.5) is not None
 
 
 def test_error_truncated_to_2000() -> None:
