@@ -185,7 +185,7 @@ class RunRpc(Protocol):
 
     # F-28
 
-    async def notify(self, events: Sequence[Mapping[str, object]]) -> None:
+    async def notify(self, events: Sequence[JsonObject]) -> None:
         """Terminal job events ``{nodeId, jobId, state, result, error, spawns?}``."""
         # F-45
         ...
@@ -202,7 +202,7 @@ class PerformerResolver(Protocol):
 
     # J-61
 
-    def resolve(self, binding: str, env: Any) -> Any | None: ...
+    def resolve(self, binding: str, env: object) -> object | None: ...
 
 
 def rpc_method_names(protocol: type) -> tuple[str, ...]:

@@ -103,19 +103,22 @@ async def pause_turn(seconds: float) -> None:
 
 
 class Coordinator(Protocol):
-    """What a coordinator must answer besides its RPCs: one alarm tick."""
+    """What a coordinator must answer besides its RPCs: one alarm tick.
+
+    Its RPCs are its own (a job shard's, a run's); ``SerialCoordinators.call`` reaches them by name.
+    """
 
     async def alarm(self) -> None: ...
 
 
 class CoordinatorFactory(Protocol):
-    def __call__(self, name: str, sql: SqlExecutor, alarm: AlarmPort) -> Any: ...
+    def __call__(self, name: str, sql: SqlExecutor, alarm: AlarmPort) -> Coordinator: ...
 
 
 class _Slot:
     __slots__ = ("coordinator", "failures", "key", "lock", "name", "sql", "ticking", "users")
 
-    def __init__(self, name: str, key: str, coordinator: Any, sql: SqlExecutor) -> None:
+    def __init__(self, name: str, key: str, coordinator: Coordinator, sql: SqlExecutor) -> None:
         self.name = name
         self.key = key
         self.coordinator = coordinator
@@ -182,16 +185,21 @@ class SerialCoordinators:
         """How many coordinators are open (in use or idle)."""
         return len(self._slots)
 
-    def coordinator(self, name: str) -> Any:
+    def coordinator(self, name: str) -> Coordinator:
         """The coordinator object itself (opened if needed); callers outside the lock must not mutate."""
         slot = self._slot(name)
         if slot.users == 0:
             self._keep_idle(slot)
         return slot.coordinator
 
-    async def call(self, name: str, method: str, *args: Any, **kwargs: Any) -> Any:
-        """Call ``method`` on the named coordinator while holding its lock."""
-        return await self.call_with(name, lambda coordinator: getattr(coordinator, method)(*args, **kwargs))
+    async def call(self, name: str, method: str, *args: object, **kwargs: object) -> object:
+        """Call ``method`` on the named coordinator while holding its lock; its answer is the method's own."""
+
+        async def call_method(coordinator: Coordinator) -> object:
+            answer: object = await getattr(coordinator, method)(*args, **kwargs)
+            return answer
+
+        return await self.call_with(name, call_method)
 
     def holds(self, name: str) -> bool:
         """Whether the current task already holds the named coordinator's lock (a re-entrant call)."""
@@ -200,6 +208,9 @@ class SerialCoordinators:
 
     async def call_with(self, name: str, fn: Callable[[Any], Awaitable[T]]) -> T:
         """Run ``fn(coordinator)`` while holding its lock, like ``call`` (ADR-0106: report batching).
+
+        ``fn`` states what it needs of the coordinator (a job shard's ``report_many``): the coordinator is
+        whatever this namespace's factory built, which only the caller knows.
 
         A call from inside another coordinator's turn frees that coordinator's lock until it returns
         (ADR-0102); a coordinator calling itself re-enters.
@@ -323,7 +334,7 @@ class SerialCoordinators:
             self._journal.closed(slot.key)
 
 
-def _dormant(coordinator: Any) -> bool:
+def _dormant(coordinator: Coordinator) -> bool:
     """Whether the coordinator says it has nothing to do until a call or its persisted alarm."""
     dormant = getattr(coordinator, "dormant", None)
     return bool(dormant()) if callable(dormant) else False

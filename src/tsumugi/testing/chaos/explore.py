@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final, TypedDict, Unpack
 
 from tsumugi.application import Tsumugi
 from tsumugi.testing.chaos.checks import Invariant, check_guarantees, check_invariants
@@ -31,6 +31,33 @@ CENSUS_SEED: Final = 0
 DEFAULT_SEEDS: Final = range(20)  # twenty schedules of four faults: every kind lands a few times
 ENGINE_LOGGERS: Final = ("tsumugi", "asyncio")
 MEMORY_DIR: Final = "/dev/shm"  # Linux's tmpfs
+
+
+Bindings = Callable[[], Mapping[str, object]]  # makes the env bindings of one simulation
+
+
+class CommonOptions(TypedDict, total=False):
+    """The options ``simulate`` and ``find_failure`` share but ``workdir``: the defaults ``Chaos`` binds."""
+
+    faults: int
+    kinds: Collection[FaultKind]
+    invariants: Iterable[Invariant]
+    bindings: Bindings | None
+    run_for_ms: int
+    settle_within_ms: int
+    engine_logs: bool
+
+
+class SimulateOptions(CommonOptions, total=False):
+    workdir: Path | None
+    seed: int
+    schedule: FaultSchedule | None
+
+
+class FindOptions(CommonOptions, total=False):
+    workdir: Path | None
+    seeds: Iterable[int]
+    shrink: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +152,7 @@ def _engine_logs(keep: bool) -> Iterator[None]:
 
 def _settings(
     invariants: Iterable[Invariant],
-    bindings: Callable[[], Mapping[str, Any]] | None,
+    bindings: Bindings | None,
     run_for_ms: int,
     settle_within_ms: int,
     engine_logs: bool,
@@ -142,7 +169,7 @@ async def simulate(
     faults: int = DEFAULT_FAULTS,
     kinds: Collection[FaultKind] = FAULT_KINDS,
     invariants: Iterable[Invariant] = (),
-    bindings: Callable[[], Mapping[str, Any]] | None = None,
+    bindings: Bindings | None = None,
     run_for_ms: int = 0,
     settle_within_ms: int = SETTLE_WITHIN_MS,
     engine_logs: bool = False,
@@ -170,7 +197,7 @@ async def find_failure(
     faults: int = DEFAULT_FAULTS,
     kinds: Collection[FaultKind] = FAULT_KINDS,
     invariants: Iterable[Invariant] = (),
-    bindings: Callable[[], Mapping[str, Any]] | None = None,
+    bindings: Bindings | None = None,
     run_for_ms: int = 0,
     settle_within_ms: int = SETTLE_WITHIN_MS,
     engine_logs: bool = False,
@@ -193,7 +220,7 @@ async def find_failure(
     return None
 
 
-async def check(app: Tsumugi, scenario: Scenario, **options: Any) -> None:
+async def check(app: Tsumugi, scenario: Scenario, **options: Unpack[FindOptions]) -> None:
     """``find_failure`` with the same options; raises ``ChaosFailureError`` describing the failure."""
     failure = await find_failure(app, scenario, **options)
     if failure is not None:
@@ -203,18 +230,22 @@ async def check(app: Tsumugi, scenario: Scenario, **options: Any) -> None:
 class Chaos:
     """The ``chaos`` pytest fixture: the three entry points with a work directory and defaults bound."""
 
-    def __init__(self, workdir: Path | None = None, **defaults: Any) -> None:
+    def __init__(self, workdir: Path | None = None, **defaults: Unpack[CommonOptions]) -> None:
         self.workdir = workdir
-        self.defaults = defaults
+        self.defaults: CommonOptions = defaults
 
-    def _options(self, options: dict[str, Any]) -> dict[str, Any]:
-        return {"workdir": self.workdir, **self.defaults, **options}
+    async def simulate(
+        self, app: Tsumugi, scenario: Scenario, **options: Unpack[SimulateOptions]
+    ) -> ChaosReport:
+        bound: SimulateOptions = {"workdir": self.workdir, **self.defaults, **options}
+        return await simulate(app, scenario, **bound)
 
-    async def simulate(self, app: Tsumugi, scenario: Scenario, **options: Any) -> ChaosReport:
-        return await simulate(app, scenario, **self._options(options))
+    async def find_failure(
+        self, app: Tsumugi, scenario: Scenario, **options: Unpack[FindOptions]
+    ) -> ChaosFailure | None:
+        bound: FindOptions = {"workdir": self.workdir, **self.defaults, **options}
+        return await find_failure(app, scenario, **bound)
 
-    async def find_failure(self, app: Tsumugi, scenario: Scenario, **options: Any) -> ChaosFailure | None:
-        return await find_failure(app, scenario, **self._options(options))
-
-    async def check(self, app: Tsumugi, scenario: Scenario, **options: Any) -> None:
-        await check(app, scenario, **self._options(options))
+    async def check(self, app: Tsumugi, scenario: Scenario, **options: Unpack[FindOptions]) -> None:
+        bound: FindOptions = {"workdir": self.workdir, **self.defaults, **options}
+        await check(app, scenario, **bound)

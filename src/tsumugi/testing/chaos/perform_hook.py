@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
 
 from tsumugi.client import env_binding
 from tsumugi.execution.attempt import HEARTBEAT_MIN_INTERVAL_MS
@@ -33,14 +32,14 @@ class ChaosResolver:
         self._clock = clock
         self._generation = generation
 
-    def resolve(self, binding: str, env: Any) -> Any | None:
-        found: Any = self._inner.resolve(binding, env)
+    def resolve(self, binding: str, env: object) -> object | None:
+        found = self._inner.resolve(binding, env)
         if not has_perform(found):
             return found
         hooked = ChaosPerform(found.perform, self._injector, self._clock, self._generation)
         if found is not env_binding(env, binding):
             try:
-                found.perform = hooked
+                setattr(found, "perform", hooked)  # noqa: B010  # an instance attribute over the method
                 return found
             except AttributeError:
                 pass  # slots or a frozen object: wrap it after all
@@ -50,11 +49,11 @@ class ChaosResolver:
 class _Wrapped:
     """A shared performer object seen through a ``ChaosPerform``; anything else is the object's."""
 
-    def __init__(self, inner: Any, perform: ChaosPerform) -> None:
+    def __init__(self, inner: object, perform: ChaosPerform) -> None:
         self._inner = inner
         self.perform = perform
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self._inner, name)
 
 
@@ -62,7 +61,7 @@ class ChaosPerform:
     """A performer's ``perform`` whose attempts can crash before they start, overrun, or go silent."""
 
     def __init__(
-        self, perform: Callable[..., Any], injector: Injector, clock: SimulatedClock, generation: int
+        self, perform: Callable[..., object], injector: Injector, clock: SimulatedClock, generation: int
     ) -> None:
         self._perform = perform
         self._asynchronous = inspect.iscoroutinefunction(perform)  # only these can time out (J-74)
@@ -70,7 +69,7 @@ class ChaosPerform:
         self._clock = clock
         self._generation = generation
 
-    async def __call__(self, payload: Any, ctx: JobContext) -> Any:
+    async def __call__(self, payload: object, ctx: JobContext) -> object:
         injector = self._injector
         if not injector.alive(self._generation):
             await injector.hang()

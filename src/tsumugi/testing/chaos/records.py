@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from tsumugi.testing.chaos.schedule import Fault, FaultSchedule
 
@@ -87,7 +87,7 @@ class ChaosOutcome:
 
     jobs: Mapping[str, JobRecord]
     runs: Mapping[str, str | None]  # run id -> state (None: the run does not exist)
-    bindings: Mapping[str, Any]  # the objects ``bindings=`` made for this simulation
+    bindings: Mapping[str, object]  # the objects ``bindings=`` made for this simulation
     performs: tuple[PerformRecord, ...]
     reports: tuple[ReportRecord, ...]
     injected: tuple[InjectedFault, ...]

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
-from tsumugi.ports import JsonDict
+from tsumugi.client import SHARD_NAMESPACE, env_binding
+from tsumugi.core.json_types import JsonObject
+from tsumugi.ports import QueueMessage, ShardNamespace, ShardRpc
 from tsumugi.runtimes.local.local_env import LocalEnv
+from tsumugi.runtimes.local.serial_coordinators import Coordinator
 from tsumugi.testing.chaos.injector import Injector
 from tsumugi.testing.chaos.sim_clock import SimulatedClock
 from tsumugi.testing.faults import IO_ERROR
@@ -39,23 +42,29 @@ class Host(Protocol):
         ...
 
 
+class QueueHandler(Protocol):
+    """The user's app as the seams see it: its queue consumer (``Tsumugi.queue``)."""
+
+    async def queue(self, batch: Sequence[QueueMessage], env: object, ctx: object = None) -> object: ...
+
+
 class ChaosApp:
     """The app ``LocalRuntime`` hosts: the user's app, whose consumer handler faults pass through."""
 
-    def __init__(self, inner: Any, host: Host, generation: int) -> None:
+    def __init__(self, inner: QueueHandler, host: Host, generation: int) -> None:
         self._inner = inner
         self._host = host
         self._generation = generation
         self._env: LocalEnv | None = None
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self._inner, name)  # definition, flows, schedules, binding settings, ...
 
-    async def queue(self, batch: Any, env: Any, ctx: Any = None) -> None:
+    async def queue(self, batch: Sequence[QueueMessage], env: LocalEnv, ctx: object = None) -> None:
         host, injector = self._host, self._host.injector
         await host.deliveries_open.wait()  # held while the scenario enqueues, the same in every run
-        messages: Sequence[Any] = list(getattr(batch, "messages", batch))
-        again: list[Any] = []
+        messages = list(batch)  # the local runtime hands over a list of messages
+        again: list[QueueMessage] = []
         for message in messages:
             body = message.body
             job_id = str(body.get("jobId")) if isinstance(body, Mapping) else "?"
@@ -71,10 +80,11 @@ class ChaosApp:
             for message in again:
                 message.retry()  # after its ack: the queue delivers it once more (at-least-once)
 
-    def _chaos_env(self, env: Any) -> LocalEnv:
+    def _chaos_env(self, env: LocalEnv) -> LocalEnv:
         if self._env is None:
-            bindings = dict(vars(env))
-            bindings["JOB_SHARD"] = ChaosShardNamespace(env.JOB_SHARD, self._host.injector, self._generation)
+            bindings: dict[str, object] = dict(vars(env))
+            shards: ShardNamespace = env_binding(env, SHARD_NAMESPACE)
+            bindings["JOB_SHARD"] = ChaosShardNamespace(shards, self._host.injector, self._generation)
             self._env = LocalEnv(bindings)
         return self._env
 
@@ -82,12 +92,12 @@ class ChaosApp:
 class ChaosShardNamespace:
     """``env.JOB_SHARD`` as the consumer sees it: stubs that may lose or never send what it sends."""
 
-    def __init__(self, inner: Any, injector: Injector, generation: int) -> None:
+    def __init__(self, inner: ShardNamespace, injector: Injector, generation: int) -> None:
         self._inner = inner
         self._injector = injector
         self._generation = generation
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self._inner, name)
 
     def get(self, name: str) -> ChaosShardStub:
@@ -97,19 +107,20 @@ class ChaosShardNamespace:
 class ChaosShardStub:
     """A shard stub whose ``report``, ``heartbeat`` and ``claim`` go through the injector."""
 
-    def __init__(self, inner: Any, injector: Injector, generation: int) -> None:
+    def __init__(self, inner: ShardRpc, injector: Injector, generation: int) -> None:
         self._inner = inner
         self._injector = injector
         self._generation = generation
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)  # the shard's other RPCs, unchanged
 
-    async def report(self, job_id: str, outcome: JsonDict) -> None:
+    async def report(self, job_id: str, outcome: Mapping[str, object]) -> None:
         injector = self._injector
         if not injector.alive(self._generation):
             await injector.hang()
-        attempt, ok = outcome.get("attempt"), bool(outcome.get("ok"))
+        given, ok = outcome.get("attempt"), bool(outcome.get("ok"))
+        attempt = given if isinstance(given, int) else None  # an outcome may leave it out
         fired = injector.hit("report", job_id)
         seq = injector.seq
         if "crash_before_report" in fired:
@@ -122,7 +133,7 @@ class ChaosShardStub:
         await self._inner.report(job_id, outcome)
         injector.reported(job_id, attempt, ok, seq, delivered=True)
 
-    async def heartbeat(self, job_id: str, progress: Any = None, attempt: int | None = None) -> Any:
+    async def heartbeat(self, job_id: str, progress: object = None, attempt: int | None = None) -> JsonObject:
         if not self._injector.alive(self._generation):
             await self._injector.hang()
         if self._injector.silenced(job_id, attempt):
@@ -138,13 +149,13 @@ class ChaosShardStub:
 class ChaosCoordinator:
     """A coordinator (job shard, run, scheduler) whose alarm tick the process may die in."""
 
-    def __init__(self, inner: Any, name: str, injector: Injector) -> None:
+    def __init__(self, inner: Coordinator, name: str, injector: Injector) -> None:
         self._inner = inner
         self._name = name
         self._injector = injector
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)  # the coordinator's RPCs, unchanged
 
     async def alarm(self) -> None:
         injector = self._injector

@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Final, cast
 
 from tsumugi.application import Tsumugi
 from tsumugi.core.ids import shard_name_of
@@ -53,7 +53,7 @@ class ChaosSettings:
     """What every simulation of one exploration shares."""
 
     invariants: tuple[Invariant, ...] = ()
-    bindings: Callable[[], Mapping[str, Any]] | None = None  # env bindings made fresh per simulation
+    bindings: Callable[[], Mapping[str, object]] | None = None  # env bindings made fresh per simulation
     run_for_ms: int = 0  # simulated time to keep going before stopping at the first quiet moment
     settle_within_ms: int = SETTLE_WITHIN_MS
     max_steps: int = MAX_STEPS
@@ -80,7 +80,7 @@ class Simulation:
         self.faults = StorageFaults()
         self.injector = Injector(schedule, self.clock, self.faults)
         self.deliveries_open = asyncio.Event()
-        self.bindings: dict[str, Any] = dict(settings.bindings()) if settings.bindings else {}
+        self.bindings: dict[str, object] = dict(settings.bindings()) if settings.bindings else {}
         self.jobs: dict[str, JobRecord] = {}
         self.enqueued: list[str] = []
         self.started: list[str] = []
