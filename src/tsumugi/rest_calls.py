@@ -18,6 +18,7 @@ import httpx
 
 from tsumugi import rest_answers as answers
 from tsumugi.api import models
+from tsumugi.core.json_types import JsonValue
 from tsumugi.errors import TsumugiError
 from tsumugi.rest_requests import (
     BulkActionBody,
@@ -37,9 +38,9 @@ DEFAULT_TIMEOUT_S: Final = 30.0
 
 
 class RestApiError(TsumugiError):
-    """A refused REST call: ``status`` and the body's ``error`` message."""
+    """A refused REST call: ``status``, the body's ``error`` message, and the JSON ``body`` (None if none)."""
 
-    def __init__(self, status: int, message: str, body: object = None) -> None:
+    def __init__(self, status: int, message: str, body: JsonValue = None) -> None:
         super().__init__(f"{status}: {message}")
         self.status = status
         self.message = message
@@ -65,7 +66,7 @@ def _segment(value: str) -> str:
 
 def result(call: Call[T], response: httpx.Response) -> T:
     """The answer of ``call``: parsed, a refused mutation as a value, or ``RestApiError``."""
-    body: object
+    body: JsonValue
     try:
         body = response.json()
     except ValueError:
