@@ -9,10 +9,15 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, TypeGuard
 
 from tsumugi.errors import AppLoadError
 from tsumugi.performer import Performer
+
+if TYPE_CHECKING:  # the runtime (and starlette) load when the app is run, not to find it
+    from starlette.routing import BaseRoute
+
+    from tsumugi.runtimes.local.runtime import QueueHandlerApp
 
 PREFERRED_NAMES = ("tsumugi", "app")  # looked up first when APP names only a module
 ROUTES_ATTRIBUTE = "http_routes"  # ``http_routes(env) -> list of Starlette routes``: the app's own paths
@@ -24,10 +29,10 @@ class LoadedApp:
 
     spec: str
     module: ModuleType
-    tsumugi: Any
-    exports: dict[str, Any] = field(default_factory=dict)  # a Worker's ``ctx.exports`` (J-61)
+    tsumugi: QueueHandlerApp
+    exports: dict[str, type] = field(default_factory=dict)  # a Worker's ``ctx.exports`` (J-61)
 
-    def http_routes(self, env: Any) -> list[Any]:
+    def http_routes(self, env: object) -> list[BaseRoute]:
         """The app's own HTTP routes (empty when the module defines none)."""
         factory = getattr(self.module, ROUTES_ATTRIBUTE, None)
         return list(factory(env)) if callable(factory) else []
@@ -48,9 +53,10 @@ def load_app(spec: str | None = None) -> LoadedApp:
     if attr:
         if not hasattr(module, attr):
             raise AppLoadError(f"{target} has no attribute {attr!r}")
-        tsumugi = getattr(module, attr)
-        if not _is_tsumugi(tsumugi):
+        named = getattr(module, attr)
+        if not _is_tsumugi(named):
             raise AppLoadError(f"{spec} is not a Tsumugi object (the result of define_tsumugi(...))")
+        tsumugi = named
     else:
         tsumugi = _find_tsumugi(module, spec)
     return LoadedApp(spec, module, tsumugi, _exports(module))
@@ -102,19 +108,21 @@ def _import_file(path: Path) -> ModuleType:
     return module
 
 
-def _is_tsumugi(value: Any) -> bool:
+def _is_tsumugi(value: object) -> TypeGuard[QueueHandlerApp]:
     """Duck-typed: anything with ``queue`` and ``enqueue`` methods that is not a class or module."""
     if isinstance(value, type | ModuleType):
         return False
     return callable(getattr(value, "queue", None)) and callable(getattr(value, "enqueue", None))
 
 
-def _find_tsumugi(module: ModuleType, spec: str) -> Any:
+def _find_tsumugi(module: ModuleType, spec: str) -> QueueHandlerApp:
     for name in PREFERRED_NAMES:
         value = getattr(module, name, None)
         if _is_tsumugi(value):
             return value
-    found = {name: value for name, value in vars(module).items() if _is_tsumugi(value)}
+    found: dict[str, QueueHandlerApp] = {
+        name: value for name, value in vars(module).items() if _is_tsumugi(value)
+    }
     unique = {id(value): value for value in found.values()}
     if len(unique) == 1:
         return next(iter(unique.values()))
@@ -124,7 +132,7 @@ def _find_tsumugi(module: ModuleType, spec: str) -> Any:
     raise AppLoadError(f"{spec} defines several Tsumugi objects ({names}); name one as MODULE:ATTR")
 
 
-def _exports(module: ModuleType) -> dict[str, Any]:
+def _exports(module: ModuleType) -> dict[str, type]:
     """Performer classes exported at the module's top level, by export name."""
     # J-60
     return {

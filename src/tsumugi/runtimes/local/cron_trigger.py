@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from tsumugi.clock import Clock
 
@@ -31,7 +30,7 @@ class LocalScheduledController:
         """Workers' ``noRetry()``: a local cron is never retried, so there is nothing to turn off."""
 
 
-ScheduledHandler = Callable[[LocalScheduledController], Awaitable[Any]]
+ScheduledHandler = Callable[[LocalScheduledController], Awaitable[object]]
 
 
 class CronTrigger:

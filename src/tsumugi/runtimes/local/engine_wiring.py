@@ -8,14 +8,17 @@ schedules resume after a crash exactly like shards do (ADR-0052).
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from tsumugi.coordinator.job_shard import JobShard
 from tsumugi.coordinator.run import RunCoordinator
 from tsumugi.coordinator.scheduler import Scheduler
-from tsumugi.core.config import RunSettings
+from tsumugi.core.config import BindingConfig, RunSettings
+from tsumugi.core.flow.model import Flow
+from tsumugi.core.json_types import JsonObject
+from tsumugi.core.schedules import ScheduleDef
 from tsumugi.ports import AlarmPort, SqlExecutor
 from tsumugi.projection import LocalMetricsWriter
 from tsumugi.runtimes.local.run_storage import MAX_CONNECTED_RUNS, ConnectionBudget, DeferredSqliteExecutor
@@ -32,17 +35,19 @@ SCHEDULER_KIND: Final = "scheduler"  # state_dir/scheduler/scheduler.sqlite3
 SCHEDULER_NAME: Final = "scheduler"  # S-12: the one instance's fixed name
 
 
-def shard_counts(app: Any) -> dict[str, int]:
+def shard_counts(app: object) -> dict[str, int]:
     """Shards per binding, so flow nodes and scheduled jobs route like every other enqueue."""
     # J-19
-    configs: Mapping[str, Any] = getattr(app, "binding_configs", None) or {}
+    configs: Mapping[str, BindingConfig] = getattr(app, "binding_configs", None) or {}
     return {binding: config.shards for binding, config in configs.items()}
 
 
 class EngineWiring:
     """``RuntimeWiring`` for production use; ``rand`` is injectable so benchmarks can be repeatable."""
 
-    def __init__(self, rand: Any = random.random, *, max_connected_runs: int = MAX_CONNECTED_RUNS) -> None:
+    def __init__(
+        self, rand: Callable[[], float] = random.random, *, max_connected_runs: int = MAX_CONNECTED_RUNS
+    ) -> None:
         self._rand = rand
         self._writer: D1ReadModelWriter | None = None
         self._metrics: LocalMetricsWriter | None = None
@@ -62,7 +67,7 @@ class EngineWiring:
         """Wait for the run databases still closing on worker threads (ADR-0132)."""
         self._run_connections.drain()
 
-    async def prepare_read_model(self, read_model: Any) -> None:
+    async def prepare_read_model(self, read_model: SqliteDatabase) -> None:
         """Apply the D1 migrations, as ``wrangler d1 migrations apply --local`` would."""
         # D-1
         apply_migrations(read_model)
@@ -76,11 +81,13 @@ class EngineWiring:
         is due and arms the next occurrence (the local process's scheduler priming).
         """
         app = runtime.app
-        flows = getattr(app, "flows", None) or {}
-        settings = getattr(app, "runs", None) or RunSettings()
-        schedules = list(getattr(app, "schedules", None) or ())
+        # The app is duck-typed (a Tsumugi, or a test's stand-in): each part read is the Tsumugi one's type.
+        flows: Mapping[str, Flow] = getattr(app, "flows", None) or {}
+        settings: RunSettings = getattr(app, "runs", None) or RunSettings()
+        schedules: list[ScheduleDef] = list(getattr(app, "schedules", None) or ())
         shards_of = shard_counts(app)
-        binding_settings = getattr(app, "static_settings", None)  # J-50, for node and scheduled jobs
+        # J-50, for node and scheduled jobs
+        binding_settings: Callable[[str], JsonObject] | None = getattr(app, "static_settings", None)
 
         def run(name: str, sql: SqlExecutor, alarm: AlarmPort) -> RunCoordinator:
             return RunCoordinator(

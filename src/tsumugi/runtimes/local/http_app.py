@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import ASGIApp
 
 from tsumugi.runtimes.local.app_loader import LoadedApp
 
@@ -16,16 +15,17 @@ from tsumugi.runtimes.local.app_loader import LoadedApp
 TSUMUGI_ASGI_METHODS = ("asgi", "http_app", "asgi_app")
 
 
-def tsumugi_asgi(tsumugi: Any, env: Any) -> Any | None:
+def tsumugi_asgi(tsumugi: object, env: object) -> ASGIApp | None:
     """The ASGI app the Tsumugi object serves for ``env``, or None if it exposes none."""
     for method in TSUMUGI_ASGI_METHODS:
         factory = getattr(tsumugi, method, None)
         if callable(factory):
-            return factory(env)
+            app: ASGIApp = factory(env)
+            return app
     return None
 
 
-def build_http_app(loaded: LoadedApp, env: Any) -> Starlette:
+def build_http_app(loaded: LoadedApp, env: object) -> Starlette:
     """``/healthz`` first, the app module's ``http_routes(env)`` next, Tsumugi's own app for the rest."""
 
     async def healthz(request: Request) -> JSONResponse:

@@ -12,9 +12,9 @@ import json
 import logging
 import sqlite3
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from tsumugi.clock import Clock
+from tsumugi.core.json_types import JsonValue
 from tsumugi.runtimes.local.dispatch_queue import DurableQueue, LeasedMessage
 
 log = logging.getLogger("tsumugi.local")
@@ -35,14 +35,14 @@ class LocalMessage:
 
     def __init__(self, leased: LeasedMessage) -> None:
         self.id = leased.id
-        self._body: Any = json.loads(leased.body)
+        self._body: JsonValue = json.loads(leased.body)
         self._attempts = leased.attempts
         self.acked = False
         self.retried = False
         self.retry_delay_ms = 0
 
     @property
-    def body(self) -> Any:
+    def body(self) -> JsonValue:
         return self._body
 
     @property

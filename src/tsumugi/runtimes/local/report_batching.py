@@ -8,12 +8,26 @@ applied, and sees its own error: a failed batch is retried one report at a time.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Protocol, TypeGuard
 
-from tsumugi.runtimes.local.serial_coordinators import SerialCoordinators
+from tsumugi.runtimes.local.serial_coordinators import Coordinator, SerialCoordinators
 
-_Waiting = tuple[str, Mapping[str, Any], "asyncio.Future[None]"]
+Outcome = Mapping[str, object]  # a report's outcome, as ``JobShard.report`` takes it
+_Waiting = tuple[str, Outcome, "asyncio.Future[None]"]
+
+
+class _Reported(Protocol):
+    """The job shard, as its reports reach it."""
+
+    async def report(self, job_id: str, outcome: Outcome) -> None: ...
+
+    async def report_many(self, reports: Sequence[tuple[str, Outcome]]) -> None: ...
+
+
+def _takes_reports(coordinator: Coordinator) -> TypeGuard[_Reported]:
+    """Whether ``coordinator`` is a job shard (or a wrapper of one): it has ``report_many``."""
+    return callable(getattr(coordinator, "report_many", None))
 
 
 class ReportBatcher:
@@ -27,7 +41,7 @@ class ReportBatcher:
         self._waiting: list[_Waiting] = []
         self._flushes: set[asyncio.Task[None]] = set()
 
-    async def report(self, job_id: str, outcome: Mapping[str, Any]) -> None:
+    async def report(self, job_id: str, outcome: Outcome) -> None:
         if self._coordinators.holds(self._name):  # a call from inside the shard's turn cannot wait for it
             await self._coordinators.call(self._name, "report", job_id, outcome)
             return
@@ -43,10 +57,12 @@ class ReportBatcher:
     async def _flush(self) -> None:
         group: list[_Waiting] = []
 
-        async def in_turn(shard: Any) -> None:
+        async def in_turn(shard: Coordinator) -> None:
             # Everything gathered until the shard's turn came; later reports start a new group.
             group.extend(self._waiting)
             self._waiting = []
+            if not _takes_reports(shard):
+                raise TypeError(f"{self._name} is not a job shard: it takes no reports")
             await self._apply(shard, group)
 
         try:
@@ -66,7 +82,7 @@ class ReportBatcher:
                 raise
 
     @staticmethod
-    async def _apply(shard: Any, group: list[_Waiting]) -> None:
+    async def _apply(shard: _Reported, group: list[_Waiting]) -> None:
         try:
             if len(group) > 1:
                 try:

@@ -18,7 +18,7 @@ import os
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from tsumugi.api.options import EXPLAIN_CLOSED_BINDING, RUNTIME_GAUGES_BINDING
 from tsumugi.clock import Clock, SystemClock
@@ -36,8 +36,9 @@ from tsumugi.runtimes.local.queue_consumer import (
     QueueConsumer,
 )
 from tsumugi.runtimes.local.runtime_gauges import LocalRuntimeGauges
-from tsumugi.runtimes.local.serial_coordinators import CoordinatorFactory, SerialCoordinators
+from tsumugi.runtimes.local.serial_coordinators import Coordinator, CoordinatorFactory, SerialCoordinators
 from tsumugi.runtimes.local.shard_namespace import LocalNamespace, LocalShardNamespace
+from tsumugi.runtimes.local.sql_database import SqliteDatabase
 
 log = logging.getLogger("tsumugi.local")
 
@@ -50,7 +51,9 @@ MAX_IDLE_COORDINATORS = 256
 class QueueHandlerApp(Protocol):
     """What the runtime needs of a Tsumugi object: its queue consumer (``Tsumugi.queue``)."""
 
-    async def queue(self, batch: Sequence[Any], env: Any, ctx: Any = None) -> Any: ...
+    async def queue(
+        self, batch: Sequence[LocalMessage], env: LocalEnv, ctx: LocalExecutionContext
+    ) -> object: ...
 
 
 class RuntimeWiring(Protocol):
@@ -58,11 +61,13 @@ class RuntimeWiring(Protocol):
 
     def executor(self, path: Path) -> SqlExecutor: ...
 
-    def read_model(self, path: Path) -> Any: ...
+    def read_model(self, path: Path) -> SqliteDatabase: ...
 
-    def job_shard(self, name: str, sql: SqlExecutor, alarm: AlarmPort, runtime: LocalRuntime) -> Any: ...
+    def job_shard(
+        self, name: str, sql: SqlExecutor, alarm: AlarmPort, runtime: LocalRuntime
+    ) -> Coordinator: ...
 
-    async def prepare_read_model(self, read_model: Any) -> None: ...
+    async def prepare_read_model(self, read_model: SqliteDatabase) -> None: ...
 
     def close(self) -> None:
         """Called once every coordinator is closed: release what the wiring itself holds."""
@@ -83,7 +88,7 @@ class LocalRuntime:
         *,
         clock: Clock | None = None,
         vars: Mapping[str, str] | None = None,
-        exports: Mapping[str, Any] | None = None,
+        exports: Mapping[str, object] | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         wiring: RuntimeWiring | None = None,
@@ -133,7 +138,7 @@ class LocalRuntime:
         )
         self._coordinators[self.shards.kind] = self.shards
         self.shard_namespace = LocalShardNamespace(self.shards)
-        bindings: dict[str, Any] = {
+        bindings: dict[str, object] = {
             **self.vars,
             "JOB_SHARD": self.shard_namespace,
             "TSUMUGI_QUEUE": self.queue,
