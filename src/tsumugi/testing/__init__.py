@@ -4,7 +4,7 @@ The chaos simulator's names (``ChaosReport``, ``FaultSchedule``, ...) load ``tsu
 and with it the local runtime, only when first used: a performer's unit test stays light.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tsumugi.core.flow.advance import advance, is_node_terminal
 from tsumugi.testing.context import (
@@ -67,7 +67,7 @@ _CHAOS_NAMES = frozenset(
 )
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in _CHAOS_NAMES:
         from tsumugi.testing import chaos
 

@@ -4,16 +4,32 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any, Final
+from typing import Final, Required, TypedDict
 
 from tsumugi.clock import Clock, FixedClock, SystemClock
 from tsumugi.core.defaults import DEFAULT_TIMEOUT_MS
+from tsumugi.execution.performer_resolution import Performs
 from tsumugi.performer import HeartbeatResult, JobContext
 
-__all__ = ["DEFAULT_TEST_JOB_ID", "TestJobContext", "create_test_context", "fixed_clock", "run_performer"]
+__all__ = [
+    "DEFAULT_TEST_JOB_ID",
+    "PerformOutcome",
+    "TestJobContext",
+    "create_test_context",
+    "fixed_clock",
+    "run_performer",
+]
 
 DEFAULT_TEST_JOB_ID: Final = "TEST#0:testjob000000000000000000"  # J-78
 DEFAULT_TEST_TIMEOUT_MS: Final = DEFAULT_TIMEOUT_MS  # J-78: deadline_at defaults to now + timeout_ms
+
+
+class PerformOutcome(TypedDict, total=False):
+    """What ``run_performer`` answers: ``{"ok": True, "value": v}`` or ``{"ok": False, "error": e}``."""
+
+    ok: Required[bool]
+    value: object
+    error: Exception
 
 
 class TestJobContext(JobContext):
@@ -37,14 +53,14 @@ class TestJobContext(JobContext):
             job_id=job_id, attempt=attempt, deadline_at=deadline_at, traceparent=traceparent, clock=clock
         )
         self._idempotency_key = idempotency_key
-        self.heartbeats: list[Any] = []
+        self.heartbeats: list[object] = []
         self.cancel_requested = cancel_requested
 
     @property
     def idempotency_key(self) -> str:
         return self._idempotency_key
 
-    async def heartbeat(self, progress: Any = None) -> HeartbeatResult:
+    async def heartbeat(self, progress: object = None) -> HeartbeatResult:
         """Record ``progress`` (None when called without one); answers ``cancel_requested``."""
         self.heartbeats.append(progress)
         return HeartbeatResult(self.cancel_requested)
@@ -75,7 +91,9 @@ def create_test_context(
     )
 
 
-async def run_performer(performer: Any, payload: Any, ctx: JobContext | None = None) -> dict[str, Any]:
+async def run_performer(
+    performer: Performs | type[Performs], payload: object, ctx: JobContext | None = None
+) -> PerformOutcome:
     """Call ``perform`` and never raise: ``{"ok": True, "value": v}`` or ``{"ok": False, "error": e}``.
 
     ``performer`` is any object with a ``perform`` method, or a ``Performer`` class (built without env).

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from tsumugi.clock import FixedClock
 from tsumugi.coordinator.job_shard import JobShard
-from tsumugi.coordinator.snapshots import snapshot
-from tsumugi.ports import JsonDict, ReadModelWriter, RunNamespace
+from tsumugi.coordinator.snapshots import JobSnapshot, snapshot
+from tsumugi.core.json_types import JsonMapping, JsonObject
+from tsumugi.ports import ReadModelWriter, RunNamespace
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
 
 
@@ -42,16 +43,16 @@ class FakeQueue:
     """A ``DispatchQueue`` that collects message bodies and counts ``send_batch`` calls."""
 
     def __init__(self) -> None:
-        self.messages: list[JsonDict] = []
+        self.messages: list[JsonObject] = []
         self.batches = 0
 
-    async def send_batch(self, messages: Sequence[JsonDict]) -> None:
+    async def send_batch(self, messages: Sequence[JsonMapping]) -> None:
         if len(messages) > 100:  # the real Queue refuses more than 100 per call (J-161)
             raise ValueError("send_batch takes at most 100 messages")
         self.batches += 1
         self.messages.extend(dict(m) for m in messages)
 
-    def take(self) -> list[JsonDict]:
+    def take(self) -> list[JsonObject]:
         """Remove and return every message collected so far (a consumer's delivery)."""
         taken, self.messages = self.messages, []
         return taken
@@ -63,18 +64,26 @@ class FakeReadModel:
     # J-192
 
     def __init__(self) -> None:
-        self.jobs: dict[str, JsonDict] = {}
+        self.jobs: dict[str, dict[str, object]] = {}
         self.upserts = 0
 
-    async def upsert_jobs(self, snapshots: Sequence[JsonDict]) -> None:
+    async def upsert_jobs(self, snapshots: Sequence[Mapping[str, object]]) -> None:
         for snap in snapshots:
             self.upserts += 1
-            current = self.jobs.get(snap["id"])
-            if current is None or snap["seq"] > current["seq"]:
-                self.jobs[snap["id"]] = dict(snap)
+            job_id = str(snap["id"])
+            current = self.jobs.get(job_id)
+            if current is None or _seq(snap) > _seq(current):
+                self.jobs[job_id] = dict(snap)
 
 
-def current_snapshot(shard: JobShard, job_id: str) -> JsonDict:
+def _seq(snapshot: Mapping[str, object]) -> int:
+    seq = snapshot["seq"]
+    if not isinstance(seq, int):
+        raise TypeError(f"a job snapshot's seq is an integer, not {seq!r}")
+    return seq
+
+
+def current_snapshot(shard: JobShard, job_id: str) -> JobSnapshot:
     """The snapshot a shard would project for ``job_id`` now; KeyError if the shard has no such job.
 
     The read model shows it only after a projection, and a new job's first one waits (ADR-0119).
@@ -152,5 +161,5 @@ class InProcessShards:
         return total
 
 
-def job_ids_of(messages: Sequence[JsonDict]) -> list[str]:
+def job_ids_of(messages: Sequence[JsonMapping]) -> list[str]:
     return [str(m["jobId"]) for m in messages]

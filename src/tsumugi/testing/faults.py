@@ -23,7 +23,7 @@ import re
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 from tsumugi.ports import Row, SqlDatabase, SqlExecutor, SqlValue
 
@@ -198,7 +198,7 @@ class FaultySqlExecutor:
         finally:
             self._depth, self._wrote = 0, False
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)  # close(), exists(), ...: whatever the wrapped store offers
 
     def _check(self, sql: str) -> None:
@@ -233,5 +233,5 @@ class FaultySqlDatabase:
             self.faults.check(self.label, COMMIT)
         await self.inner.batch(statements)
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)  # executescript(), close(), holds_metrics, ...

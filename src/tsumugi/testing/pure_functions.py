@@ -8,7 +8,7 @@ The core functions take wire dicts and ``now_ms``; these accept the user-facing 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from tsumugi.core import backoff as core_backoff
 from tsumugi.core import schedule as core_schedule
@@ -18,13 +18,32 @@ from tsumugi.core.policy import policy_from_wire
 from tsumugi.core.schedule import JobView
 from tsumugi.core.token_bucket import FRESH_BUCKET, Bucket
 
-__all__ = ["JobView", "next_attempt", "schedule"]
+__all__ = ["JobFields", "JobView", "next_attempt", "schedule"]
+
+
+class JobFields(TypedDict):
+    """A ``JobView`` as a mapping of its snake_case fields; only ``id`` and ``state`` are required."""
+
+    id: str
+    state: str
+    priority: NotRequired[float]
+    created_at: NotRequired[int]
+    run_after: NotRequired[int]
+    attempts: NotRequired[int]
+    max_attempts: NotRequired[int]
+    guarantee: NotRequired[str]
+    timeout_ms: NotRequired[int]
+    concurrency_key: NotRequired[str | None]
+    dispatched_at: NotRequired[int | None]
+    heartbeat_at: NotRequired[int | None]
+    cancel_requested_at: NotRequired[int | None]
+    expires_at: NotRequired[int | None]
 
 
 def next_attempt(
     attempts: int,
     max_attempts: int,
-    backoff: Backoff | Mapping[str, Any] | None,
+    backoff: Backoff | Mapping[str, object] | None,
     now: int,
     rand: float = 0.5,
 ) -> core_backoff.NextAttempt:
@@ -39,8 +58,8 @@ def next_attempt(
 
 def schedule(
     now: int,
-    jobs: Sequence[JobView | Mapping[str, Any]],
-    policy: Policy | ShardPolicy | Mapping[str, Any] | None = None,
+    jobs: Sequence[JobView | JobFields],
+    policy: Policy | ShardPolicy | Mapping[str, object] | None = None,
     bucket: Bucket = FRESH_BUCKET,
     key_buckets: Mapping[str, Bucket] | None = None,
 ) -> core_schedule.ScheduleResult:
@@ -52,10 +71,9 @@ def schedule(
     return core_schedule.schedule(now, views, _shard_policy(policy), bucket, key_buckets)
 
 
-def _shard_policy(policy: Policy | ShardPolicy | Mapping[str, Any] | None) -> ShardPolicy:
-    if isinstance(policy, ShardPolicy):
-        return policy
-    if isinstance(policy, Policy):
-        return policy_from_wire(policy.to_wire())
-    converted = policy_from(policy)
-    return ShardPolicy() if converted is None else policy_from_wire(converted.to_wire())
+def _shard_policy(policy: Policy | ShardPolicy | Mapping[str, object] | None) -> ShardPolicy:
+    converted = policy_from(policy)  # ADR-0156: the shard reads the same Policy class users build
+    if converted is None:
+        return ShardPolicy()
+    # A function override has no enqueued keys to be resolved for here, so it goes, as on the wire.
+    return policy_from_wire(converted.to_wire()) if converted.has_override_functions else converted

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final, TypeAlias
 
 from tsumugi.clock import FixedClock
 from tsumugi.core.flow.advance import DecisionType, NodeView, advance
@@ -21,6 +21,7 @@ from tsumugi.core.flow.building import (
 from tsumugi.core.flow.model import Flow, NodeKind, NodeSpec
 from tsumugi.core.flow.results import collected_dep_value, fan_out_summary
 from tsumugi.core.flow.waits import WaitKind, due_outcome, is_due, wake_at_of
+from tsumugi.core.json_types import JsonObject, JsonValue
 
 __all__ = ["SimulatedNode", "SimulationResult", "simulate_flow"]
 
@@ -33,9 +34,9 @@ class SimulatedNode:
 
     id: str
     binding: str
-    payload: Any
+    payload: object
     state: str
-    result: Any
+    result: JsonValue
     parent: str | None
     error: str | None = field(default=None, compare=False)  # records compare by the spec's six fields
     at: int | None = field(default=None, compare=False)  # simulated epoch ms when the node settled
@@ -51,20 +52,23 @@ class SimulationResult:
 class _Child:
     view: NodeView
     binding: str
-    payload: Any
+    payload: object
 
 
-Results = Mapping[str, Any] | Callable[[dict[str, Any]], Any] | None
+# Per node id a result or a function of ``{id, binding, payload}`` making it; or one such function for all.
+# A result is JSON, as a performer's is once stored.
+MakeResult: TypeAlias = Callable[[dict[str, object]], JsonValue]
+Results: TypeAlias = "Mapping[str, JsonValue | MakeResult] | MakeResult | None"
 
 
 class _Simulation:
     def __init__(
         self,
         flow: Flow,
-        flow_input: Any,
+        flow_input: object,
         results: Results,
         fails: Collection[str],
-        events: Mapping[str, Any],
+        events: Mapping[str, JsonValue],
         clock: FixedClock | None,
     ) -> None:
         self.flow = flow
@@ -87,7 +91,7 @@ class _Simulation:
             for spec in flow.nodes
         }
         self.children: dict[str, _Child] = {}
-        self.recorded: dict[str, Any] = {}
+        self.recorded: dict[str, JsonValue] = {}
         self.out: list[SimulatedNode] = []
 
     def run(self) -> SimulationResult:
@@ -102,7 +106,7 @@ class _Simulation:
                 self.apply(decision.type, decision.id, decision.reason)
         return SimulationResult(self.out, advance(list(self.views.values()), cancelling=False).state)
 
-    def dep_value(self, node_id: str) -> Any:
+    def dep_value(self, node_id: str) -> object:
         spec = self.flow.node(node_id)
         value = self.recorded.get(node_id)
         if spec is not None and spec.collect and isinstance(value, dict):
@@ -115,7 +119,7 @@ class _Simulation:
         if kind is DecisionType.SKIP:
             self.record(view, self._binding(node_id), None, "SKIPPED", None, reason)
         elif kind is DecisionType.AGGREGATE:
-            summary = fan_out_summary(c.view.state for c in self._kids(node_id))
+            summary: JsonObject = {**fan_out_summary(c.view.state for c in self._kids(node_id))}
             self.record(view, self._binding(node_id), None, "COMPLETED", summary)
         elif kind is DecisionType.EXPAND:
             self.expand(self._spec(node_id))
@@ -201,7 +205,13 @@ class _Simulation:
         self.views[spec.id] = _with_state(view, "RUNNING")  # F-94: nothing is recorded for an expansion
 
     def record(
-        self, view: NodeView, binding: str, payload: Any, state: str, result: Any, error: str | None = None
+        self,
+        view: NodeView,
+        binding: str,
+        payload: object,
+        state: str,
+        result: JsonValue,
+        error: str | None = None,
     ) -> None:
         updated = _with_state(view, state)
         self.views[view.id] = updated
@@ -210,8 +220,8 @@ class _Simulation:
         self.recorded[view.id] = result
         self.out.append(SimulatedNode(view.id, binding, payload, state, result, view.parent, error, self.now))
 
-    def _result(self, node_id: str, binding: str, payload: Any) -> Any:
-        node = {"id": node_id, "binding": binding, "payload": payload}
+    def _result(self, node_id: str, binding: str, payload: object) -> JsonValue:
+        node: dict[str, object] = {"id": node_id, "binding": binding, "payload": payload}
         if callable(self.results):
             return self.results(node)
         value = (self.results or {}).get(node_id)
@@ -238,11 +248,11 @@ def _with_state(view: NodeView, state: str) -> NodeView:
 
 def simulate_flow(
     flow: Flow,
-    input: Any,
+    input: object,
     *,
     results: Results = None,
     fails: Collection[str] = (),
-    events: Mapping[str, Any] | None = None,
+    events: Mapping[str, JsonValue] | None = None,
     clock: FixedClock | None = None,
 ) -> SimulationResult:
     """Run ``advance`` to the end with made-up node outcomes.

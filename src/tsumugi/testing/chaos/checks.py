@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
 
 from tsumugi.core.states import TERMINAL_STATES
 from tsumugi.testing.chaos.records import ChaosOutcome, JobRecord, Violation
@@ -78,7 +77,7 @@ async def check_invariants(outcome: ChaosOutcome, invariants: Iterable[Invariant
     for invariant in invariants:
         name = getattr(invariant, "__name__", repr(invariant))
         try:
-            result: Any = invariant(outcome)
+            result: object = invariant(outcome)
             if inspect.isawaitable(result):
                 result = await result
         except AssertionError as error:

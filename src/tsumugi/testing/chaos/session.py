@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tsumugi.application import Tsumugi
+from tsumugi.runtimes.local.local_env import LocalEnv
 from tsumugi.testing.chaos.sim_clock import SimulatedClock
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ class ChaosSession:
         self._sim = simulation
 
     @property
-    def env(self) -> Any:
+    def env(self) -> LocalEnv:
         return self._sim.runtime.env
 
     @property
@@ -34,23 +35,26 @@ class ChaosSession:
         return self._sim.clock
 
     @property
-    def bindings(self) -> Mapping[str, Any]:
+    def bindings(self) -> Mapping[str, object]:
         return self._sim.bindings
 
-    async def enqueue(self, *target: Any, **options: Any) -> str:
-        """``tsumugi.enqueue(env, ...)`` on the simulation, any of its forms; the id is then checked
-        to be held by its shard (``lost``)."""
-        enqueue: Any = self.tsumugi.enqueue  # every overload of it takes these arguments as given
+    async def enqueue(self, *target: object, **options: object) -> str:
+        """``tsumugi.enqueue(env, ...)`` on the simulation, any of its forms; then checked to be held.
+
+        The id is then checked to be held by its shard (``lost``).
+        """
+        # Every overload of it takes these arguments as given; it checks them itself.
+        enqueue: Callable[..., Awaitable[str]] = self.tsumugi.enqueue
         job_id: str = await enqueue(self.env, *target, **options)
         self._sim.enqueued.append(job_id)
         return job_id
 
-    async def enqueue_many(self, inputs: Sequence[Mapping[str, Any]]) -> list[str]:
+    async def enqueue_many(self, inputs: Sequence[Mapping[str, object]]) -> list[str]:
         job_ids = await self.tsumugi.enqueue_many(self.env, inputs)
         self._sim.enqueued.extend(job_ids)
         return job_ids
 
-    async def start(self, flow: str, input: Any = None, id: str | None = None) -> str:
+    async def start(self, flow: str, input: object = None, id: str | None = None) -> str:
         """``tsumugi.start`` on the simulation; the run is checked to settle."""
         run_id = await self.tsumugi.start(self.env, flow, input, id)
         self._sim.started.append(run_id)

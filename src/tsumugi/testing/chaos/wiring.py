@@ -16,7 +16,7 @@ from urllib.parse import unquote
 from tsumugi.ports import AlarmPort, Row, SqlExecutor, SqlValue
 from tsumugi.runtimes.local.engine_wiring import RUNS_KIND, EngineWiring
 from tsumugi.runtimes.local.run_storage import ConnectionBudget, DeferredSqliteExecutor
-from tsumugi.runtimes.local.serial_coordinators import FILE_SUFFIX, CoordinatorFactory
+from tsumugi.runtimes.local.serial_coordinators import FILE_SUFFIX, Coordinator, CoordinatorFactory
 from tsumugi.runtimes.local.sql_database import SqliteDatabase
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
 from tsumugi.testing.chaos.injector import Injector
@@ -83,6 +83,8 @@ class ChaosWiring(EngineWiring):
             self.shard_stores[unquote(path.name.removesuffix(FILE_SUFFIX))] = store
         return store
 
+    # The two overrides below answer what EngineWiring's callers use (a SqlDatabase, a Coordinator), not
+    # the SqliteDatabase and JobShard its signatures name; Any until those name the protocols.
     def read_model(self, path: Path) -> Any:
         return self.faults.database(SqliteDatabase(path), label=path.name)
 
@@ -96,7 +98,7 @@ class ChaosWiring(EngineWiring):
         }
 
     def _cut_able(self, factory: CoordinatorFactory) -> CoordinatorFactory:
-        def make(name: str, sql: SqlExecutor, alarm: AlarmPort) -> Any:
+        def make(name: str, sql: SqlExecutor, alarm: AlarmPort) -> Coordinator:
             return ChaosCoordinator(factory(name, sql, alarm), name, self.injector)
 
         return make
