@@ -16,10 +16,14 @@ Until ``enable()`` nothing imports ``opentelemetry``, and the engine's hooks cos
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tsumugi.errors import ConfigurationError
 from tsumugi.telemetry.hooks import AttemptTrace, NodeRecord, RunRecord, Telemetry
+
+if TYPE_CHECKING:  # nothing imports opentelemetry before enable() (ADR-0143)
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
 
 __all__ = ["AttemptTrace", "NodeRecord", "RunRecord", "Telemetry", "active", "disable", "enable", "enabled"]
 
@@ -29,7 +33,9 @@ active: Telemetry | None = None
 _MISSING = "OpenTelemetry needs the opentelemetry-api package: pip install 'tsumugi[otel]'"
 
 
-def enable(*, tracer_provider: Any = None, meter_provider: Any = None) -> None:
+def enable(
+    *, tracer_provider: TracerProvider | None = None, meter_provider: MeterProvider | None = None
+) -> None:
     """Turn spans and metrics on for this process.
 
     Args:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -43,7 +43,7 @@ class AttemptTrace(Protocol):
         """Await ``pending`` (the perform) with the attempt's span current; record what it raises."""
         ...
 
-    def end(self, outcome: Mapping[str, Any], now_ms: int, error: BaseException | None = None) -> None:
+    def end(self, outcome: Mapping[str, object], now_ms: int, error: BaseException | None = None) -> None:
         """End the span with the reported outcome; only the first call counts."""
         ...
 
@@ -58,7 +58,7 @@ class Telemetry(Protocol):
         """
         ...
 
-    def attempt(self, body: Mapping[str, Any], binding: str, job_id: str, now_ms: int) -> AttemptTrace:
+    def attempt(self, body: Mapping[str, object], binding: str, job_id: str, now_ms: int) -> AttemptTrace:
         """Start the span of the attempt a dispatch message ``body`` asks for."""
         ...
 

@@ -6,16 +6,21 @@ Only ``tsumugi.telemetry.enable()`` imports this module, so nothing loads ``open
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from opentelemetry import context, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from opentelemetry.util.types import AttributeValue
 
 from tsumugi._version import __version__
 from tsumugi.errors import TsumugiTimeoutError
 from tsumugi.telemetry.hooks import Inputs, NodeRecord, RunRecord
 from tsumugi.telemetry.otel_metrics import BINDING, FLOW, OUTCOME, RUN_STATE, Instruments
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -28,7 +33,7 @@ def _ns(epoch_ms: int) -> int:
     return epoch_ms * NS_PER_MS
 
 
-def _last_line(text: Any) -> str:
+def _last_line(text: object) -> str:
     """A failure's summary: the last line of its text (a traceback ends with ``Type: message``)."""
     lines = [line for line in str(text or "").splitlines() if line.strip()]
     return lines[-1].strip() if lines else "failed"
@@ -39,13 +44,15 @@ class OpenTelemetry:
 
     __slots__ = ("instruments", "tracer")
 
-    def __init__(self, *, tracer_provider: Any = None, meter_provider: Any = None) -> None:
+    def __init__(
+        self, *, tracer_provider: TracerProvider | None = None, meter_provider: MeterProvider | None = None
+    ) -> None:
         self.tracer = trace.get_tracer("tsumugi", __version__, tracer_provider=tracer_provider)
         self.instruments = Instruments(meter_provider)
 
     async def enqueue(self, inputs: Inputs, send: Callable[[Inputs], Awaitable[list[R]]]) -> list[R]:
         bindings = {item.get("binding") for item in inputs}
-        attributes: dict[str, Any] = {"tsumugi.job.count": len(inputs)}
+        attributes: dict[str, AttributeValue] = {"tsumugi.job.count": len(inputs)}
         if len(bindings) == 1 and isinstance(binding := next(iter(bindings)), str):
             attributes[BINDING] = binding
         with self.tracer.start_as_current_span(
@@ -64,7 +71,7 @@ class OpenTelemetry:
                 span.set_attribute("tsumugi.job.id", ids[0])
             return ids
 
-    def attempt(self, body: Mapping[str, Any], binding: str, job_id: str, now_ms: int) -> Attempt:
+    def attempt(self, body: Mapping[str, object], binding: str, job_id: str, now_ms: int) -> Attempt:
         return Attempt(self, body, binding, job_id, now_ms)
 
     def jobs_moved(self, binding: str, state: str, count: int = 1, *, retried: bool = False) -> None:
@@ -90,7 +97,7 @@ class OpenTelemetry:
         span.end(end_time=_ns(max(run.settled_at, run.created_at)))
 
     def _node_span(self, parent: context.Context, run: RunRecord, node: NodeRecord) -> None:
-        attributes: dict[str, Any] = {
+        attributes: dict[str, AttributeValue] = {
             "tsumugi.run.id": run.run_id,
             "tsumugi.node.id": node.node_id,
             "tsumugi.node.state": node.state,
@@ -114,13 +121,17 @@ class Attempt:
     __slots__ = ("_binding", "_ended", "_metrics", "_recorded", "_started_at", "span")
 
     def __init__(
-        self, owner: OpenTelemetry, body: Mapping[str, Any], binding: str, job_id: str, now_ms: int
+        self, owner: OpenTelemetry, body: Mapping[str, object], binding: str, job_id: str, now_ms: int
     ) -> None:
         traceparent = body.get("traceparent")
         # J-40: the enqueuer's context is the parent; without one the attempt starts a trace.
-        parent = _PROPAGATOR.extract({"traceparent": traceparent}) if traceparent else context.Context()
+        parent = (
+            _PROPAGATOR.extract({"traceparent": traceparent})
+            if isinstance(traceparent, str) and traceparent
+            else context.Context()
+        )
         attempt = body.get("attempt")
-        attributes: dict[str, Any] = {
+        attributes: dict[str, AttributeValue] = {
             BINDING: binding,
             "tsumugi.job.id": job_id,
             "tsumugi.guarantee": "at-most-once" if body.get("claimRequired") else "at-least-once",
@@ -148,7 +159,7 @@ class Attempt:
         finally:
             context.detach(token)
 
-    def end(self, outcome: Mapping[str, Any], now_ms: int, error: BaseException | None = None) -> None:
+    def end(self, outcome: Mapping[str, object], now_ms: int, error: BaseException | None = None) -> None:
         if self._ended:
             return
         self._ended = True
@@ -160,8 +171,8 @@ class Attempt:
                 self.span.record_exception(error)
             self.span.set_status(Status(StatusCode.ERROR, _last_line(outcome.get("error"))))
             retry = outcome.get("retry")
-            if isinstance(retry, Mapping) and isinstance(retry.get("kind"), str):
-                self.span.set_attribute("tsumugi.retry", retry["kind"])
+            if isinstance(retry, Mapping) and isinstance(kind := retry.get("kind"), str):
+                self.span.set_attribute("tsumugi.retry", kind)
         self.span.set_attribute(OUTCOME, label)
         self.span.end()
         self._metrics.attempt_ended(self._binding, label, now_ms - self._started_at)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from opentelemetry import metrics
 
@@ -20,7 +20,7 @@ class Instruments:
 
     __slots__ = ("attempt_duration", "queue_lag", "retries", "runs_settled", "stalls", "state_changes")
 
-    def __init__(self, meter_provider: Any = None) -> None:
+    def __init__(self, meter_provider: metrics.MeterProvider | None = None) -> None:
         meter = metrics.get_meter("tsumugi", __version__, meter_provider=meter_provider)
         self.state_changes = meter.create_counter(
             "tsumugi.job.state_changes", unit="{job}", description="Jobs that entered a state"
