@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from tsumugi.api import models
+from tsumugi.rest_requests import BulkSelection
 
 IDS_PER_REQUEST = 200  # A-49: an ids list longer than 200 is refused
 LAG_WAIT_S = 0.5  # a job's change reaches the read model about a second after it happens (ADR-0135)
 STALE_PAGES_LIMIT = 20  # ten seconds of pages that list only handled jobs: the read model is not moving
 BAR_WIDTH = 30  # characters of the progress bar
 
-Send = Callable[[dict[str, object]], models.BulkResult]
+Send = Callable[[BulkSelection], models.BulkResult]
 
 
 @dataclass
@@ -78,7 +79,7 @@ def by_ids(send: Send, ids: Sequence[str], progress: Progress) -> BulkOutcome:
 
 
 def by_filter(
-    send: Send, body: dict[str, object], progress: Progress, sleep: Callable[[float], None] = time.sleep
+    send: Send, body: BulkSelection, progress: Progress, sleep: Callable[[float], None] = time.sleep
 ) -> BulkOutcome:
     """The filter's pages until ``remaining`` is 0; each job is counted once however often it is listed."""
     outcome = BulkOutcome()

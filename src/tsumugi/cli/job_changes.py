@@ -14,11 +14,11 @@ from tsumugi.cli.option_types import epoch_ms, one_of
 from tsumugi.cli.server_connection import ExitCode, OperatorError, Server, add_server_options, call_server
 from tsumugi.cli.text_output import json_text
 from tsumugi.rest_client import TsumugiClient
+from tsumugi.rest_requests import BulkSelection
 
 # A-48: the states each bulk action accepts.
 RETRY_STATES = ("FAILED", "STALLED")
 CANCEL_STATES = ("SCHEDULED",)
-FILTERS = ("binding", "state", "unique_key", "concurrency_key", "created_from", "created_to")  # A-49
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class _Action:
     past: str
     progressive: str
     one: Callable[[TsumugiClient, str], Mapping[str, object]]
-    bulk: Callable[[TsumugiClient, dict[str, object]], models.BulkResult]
+    bulk: Callable[[TsumugiClient, BulkSelection], models.BulkResult]
 
 
 RETRY = _Action(
@@ -82,9 +82,23 @@ def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--created-to", type=epoch_ms, metavar="WHEN", help="created at or before WHEN")
 
 
-def filters_of(args: argparse.Namespace) -> dict[str, object]:
+# A-49: the list filters a bulk action takes
+def filters_of(args: argparse.Namespace) -> BulkSelection:
     """The filters given on the command line, by their REST names."""
-    return {name: getattr(args, name) for name in FILTERS if getattr(args, name, None) is not None}
+    selection: BulkSelection = {}
+    if getattr(args, "state", None) is not None:  # a reschedule takes no state: it moves SCHEDULED jobs
+        selection["state"] = args.state
+    if args.binding is not None:
+        selection["binding"] = args.binding
+    if args.unique_key is not None:
+        selection["unique_key"] = args.unique_key
+    if args.concurrency_key is not None:
+        selection["concurrency_key"] = args.concurrency_key
+    if args.created_from is not None:
+        selection["created_from"] = args.created_from
+    if args.created_to is not None:
+        selection["created_to"] = args.created_to
+    return selection
 
 
 def _change(client: TsumugiClient, server: Server, args: argparse.Namespace, action: _Action) -> int:
@@ -105,7 +119,7 @@ def _change(client: TsumugiClient, server: Server, args: argparse.Namespace, act
         return report_mutation(action.one(client, job_id), f"job {job_id}", action.past, server)
     progress = bulk_pages.Progress(sys.stderr, action.progressive)
 
-    def send(body: dict[str, object]) -> models.BulkResult:
+    def send(body: BulkSelection) -> models.BulkResult:
         return action.bulk(client, body)
 
     if args.job_ids:
