@@ -30,6 +30,11 @@ def opt_int(item: EnqueueItem, key: str, default: int) -> int:
     return default if value is None else int(number(value, key))
 
 
+def required_int(item: EnqueueItem, key: str) -> int:
+    """``int`` of a field its option requires (``debounceMs`` with ``debounceKey``)."""
+    return int(number(item[key], key))
+
+
 def maybe_int(item: EnqueueItem, key: str) -> int | None:
     value = item.get(key)
     return None if value is None else int(number(value, key))

@@ -252,7 +252,7 @@ class JobShard:
     # ------------------------------------------------------------------ reads (J-185, J-186)
     async def diagnostics(self) -> JsonObject:
         ctx = self.ctx
-        blocked = {**_NOT_BLOCKED, **(ctx.store.get(LAST_BLOCKED) or {})}
+        blocked = {**_NOT_BLOCKED, **(ctx.store.get_object(LAST_BLOCKED) or {})}
         return {
             "active": ctx.jobs.count_active(),
             "outbox": ctx.jobs.count_dirty(),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Final
 
 from tsumugi.logging import jobs_log, log_event
 from tsumugi.storage.job_rows import JobRow
@@ -77,9 +77,7 @@ def log_dispatched(jobs: Iterable[JobRow]) -> None:
         )
 
 
-def log_retrying(
-    job: Mapping[str, Any], attempts: int, now_ms: int, run_after: int, error: str | None
-) -> None:
+def log_retrying(job: JobRow, attempts: int, now_ms: int, run_after: int, error: str | None) -> None:
     """``job retrying``: the next attempt (``attempt`` of ``max_attempts``) runs ``in_ms`` from now."""
     if not enabled():
         return

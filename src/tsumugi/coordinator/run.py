@@ -8,9 +8,10 @@ the alarm's tick (``run_tick``) does the work, so actor-to-actor calls never nes
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 from tsumugi.clock import Clock
+from tsumugi.coordinator.mutation_result import DONE, GONE, INVALID_STATE, MutationResult
 from tsumugi.coordinator.run_ports import RunPeers, RunProjection
 from tsumugi.coordinator.run_spawns import insert_spawns
 from tsumugi.coordinator.run_tick import RunTick
@@ -20,18 +21,18 @@ from tsumugi.core.config import RunSettings
 from tsumugi.core.flow.advance import is_node_terminal
 from tsumugi.core.flow.model import Flow, shape_of, validate_deadline_ms
 from tsumugi.core.ids import new_local_id
+from tsumugi.core.json_types import JsonMapping, JsonObject
 from tsumugi.errors import InvalidFlowError
-from tsumugi.ports import AlarmPort, JsonDict, ShardNamespace, SqlExecutor
+from tsumugi.ports import AlarmPort, ShardNamespace, SqlExecutor, SqlValue
 from tsumugi.storage.run_outbox import RunOutbox
 from tsumugi.storage.run_schema import ensure_run_schema
 from tsumugi.storage.run_store import NodeRow, RunStore, node_snapshot, run_snapshot
 from tsumugi.storage.run_waits import RunWaitStore
 
-OK: Final[JsonDict] = {"ok": True}
-GONE: Final[JsonDict] = {"ok": False, "reason": "gone"}
-INVALID_STATE: Final[JsonDict] = {"ok": False, "reason": "invalid-state"}
 T = TypeVar("T")
 CHILD_STATES: Final = frozenset({"COMPLETED", "FAILED", "CANCELLED"})  # F-63: what a child run reports
+# A node settled by a job event, written with others: (node id, state, result text, error).
+Settled = tuple[str, str, SqlValue, SqlValue]
 
 
 class RunCoordinator:
@@ -52,7 +53,7 @@ class RunCoordinator:
         shards_of: Mapping[str, int] | None = None,
         new_id: Callable[[], str] = new_local_id,
         storage_exists: Callable[[], bool] | None = None,
-        binding_settings: Callable[[str], JsonDict] | None = None,
+        binding_settings: Callable[[str], JsonMapping] | None = None,
     ) -> None:
         """``storage_exists``: whether any storage is there yet; without it, storage always is (ADR-0116).
 
@@ -103,7 +104,7 @@ class RunCoordinator:
         reported = run.parent_run_id is None or bool(run.parent_notified)
         return run.state != "RUNNING" and reported and self.outbox.is_empty()
 
-    def enqueue_settings(self, shard: str) -> JsonDict | None:
+    def enqueue_settings(self, shard: str) -> JsonMapping | None:
         """What node jobs carry to ``shard`` (``<binding>#<n>``), as a client enqueue would.
 
         Without them a shard first reached by a run never learns its binding's policy, retention or
@@ -144,11 +145,11 @@ class RunCoordinator:
     async def start(
         self,
         flow: str,
-        input: Any,
+        input: object,
         deadline_ms: int | None = None,
         parent: Mapping[str, str] | None = None,
         depth: int = 0,
-    ) -> JsonDict:
+    ) -> JsonObject:
         """Create the run once; a repeated start returns the existing id before any check."""
         # F-20, F-21
         now = self.clock.now()
@@ -156,7 +157,7 @@ class RunCoordinator:
             ensure_run_schema(self.sql)
             self._schema_ready = True
 
-        def create() -> JsonDict:
+        def create() -> JsonObject:
             if self.store.run() is not None:
                 return {"id": self.name, "created": False}
             definition = self.flows.get(flow)
@@ -183,26 +184,10 @@ class RunCoordinator:
                     "deadline_at": None if deadline is None else now + deadline,
                 }
             )
-            self.store.insert_nodes(
-                {
-                    "id": entry["id"],
-                    "binding": entry["binding"],
-                    "state": "PENDING",
-                    "container": 1 if entry["container"] else 0,
-                    "origin": "static",
-                    "after": jsonwire.dumps(entry["after"]),
-                    "subflow": entry.get("subflow"),
-                    "trigger": entry.get("trigger", "success"),
-                    "wait_kind": entry.get("wait"),  # ADR-0147
-                    "wait_event": entry.get("event"),
-                    "seq": index,
-                    "created_at": now,
-                    "updated_at": now,
-                }
-                for index, entry in enumerate(shape)
-            )
+            nodes = [_static_node(entry, index, now) for index, entry in enumerate(shape)]
+            self.store.insert_nodes(nodes)
             self.snapshot_run()
-            self.snapshot_nodes({entry["id"] for entry in shape})
+            self.snapshot_nodes({str(node["id"]) for node in nodes})
             return {"id": self.name, "created": True}
 
         outcome = self.transaction(create)
@@ -218,7 +203,7 @@ class RunCoordinator:
         run = self.store.run()
         return None if run is None else run.state
 
-    async def notify(self, events: Sequence[JsonDict]) -> None:
+    async def notify(self, events: Sequence[Mapping[str, object]]) -> None:
         """Record terminal job events; successors start on the next tick."""
         # F-45, F-56
         now = self.clock.now()
@@ -229,7 +214,7 @@ class RunCoordinator:
             if self.store.run() is None:
                 return False
             touched: set[str] = set()
-            settled: dict[str, tuple[str, str, Any, Any]] = {}  # plain settles, written together
+            settled: dict[str, Settled] = {}  # plain settles, written together
             rows = {n.id: n for n in self.store.nodes_by_id({str(e.get("nodeId")) for e in events})}
             for event in events:
                 node_id = str(event.get("nodeId"))
@@ -248,7 +233,7 @@ class RunCoordinator:
             await self.arm(now)
 
     def _apply_event(
-        self, event: JsonDict, node: NodeRow | None, now: int, settled: dict[str, tuple[str, str, Any, Any]]
+        self, event: Mapping[str, object], node: NodeRow | None, now: int, settled: dict[str, Settled]
     ) -> set[str]:
         state = str(event.get("state"))
         if node is None or node.job_id != event.get("jobId") or not is_node_terminal(state):
@@ -256,15 +241,18 @@ class RunCoordinator:
         if state == "CANCELLED" and is_node_terminal(node.state):
             return set()
         touched = {node.id}
-        spawns = event.get("spawns") or []
-        if spawns and state == "COMPLETED":  # F-55: a failed attempt's spawns are dropped
+        spawns = event.get("spawns")
+        if (
+            isinstance(spawns, list) and spawns and state == "COMPLETED"
+        ):  # F-55: a failed attempt's spawns are dropped
             spawned = insert_spawns(self.store, self.settings.max_nodes, node.id, spawns, now)
             if isinstance(spawned, str):
                 # F-56 (port): over the limit the parent stays FAILED with the limit error.
                 self.store.update_node(node.id, now, state="FAILED", error=spawned, result=None)
                 return touched
             touched |= spawned
-        settled[node.id] = (node.id, state, _result_text(event.get("result")), event.get("error"))
+        error = event.get("error")
+        settled[node.id] = (node.id, state, _result_text(event.get("result")), _text(error))
         return touched
 
     async def notify_child(self, node_id: str, child_run_id: str, state: str) -> None:
@@ -287,14 +275,14 @@ class RunCoordinator:
         if self.transaction(record):
             await self.arm(now)
 
-    async def cancel(self) -> JsonDict:
+    async def cancel(self) -> JsonObject:
         """Ask the run to stop; nodes are stopped by the tick."""
         # F-69
         now = self.clock.now()
         if not self.has_storage():
-            return dict(GONE)
+            return GONE.to_wire()
 
-        def mark() -> JsonDict:
+        def mark() -> MutationResult:
             run = self.store.run()
             if run is None:
                 return GONE
@@ -302,21 +290,21 @@ class RunCoordinator:
                 return INVALID_STATE
             self.store.update_run(now, cancelling=1)
             self.snapshot_run()
-            return OK
+            return DONE
 
         outcome = self.transaction(mark)
-        if outcome["ok"]:
+        if outcome.ok:
             await self.arm(now)
-        return dict(outcome)
+        return outcome.to_wire()
 
-    async def retry(self) -> JsonDict:
+    async def retry(self) -> JsonObject:
         """Resume a FAILED run: COMPLETED nodes are kept, the rest run again."""
         # F-77, F-78
         now = self.clock.now()
         if not self.has_storage():
-            return dict(GONE)
+            return GONE.to_wire()
 
-        def resume() -> JsonDict:
+        def resume() -> MutationResult:
             run = self.store.run()
             if run is None:
                 return GONE
@@ -342,18 +330,18 @@ class RunCoordinator:
             self.store.update_run(now, state="RUNNING", parent_notified=0, expired=0, deadline_at=deadline_at)
             self.snapshot_run()
             self.snapshot_nodes(reset)
-            return OK
+            return DONE
 
         outcome = self.transaction(resume)
-        if outcome["ok"]:
+        if outcome.ok:
             await self.arm(now)
-        return dict(outcome)
+        return outcome.to_wire()
 
-    async def send_event(self, event: str, payload: Any = None) -> JsonDict:
+    async def send_event(self, event: str, payload: object = None) -> JsonObject:
         """Deliver ``event`` to the node waiting for it, or keep it until that node waits (ADR-0148)."""
         now = self.clock.now()
         if not self.has_storage():
-            return dict(GONE)
+            return GONE.to_wire()
 
         def snapshot(node_id: str) -> None:
             self.snapshot_run()
@@ -383,7 +371,32 @@ class RunCoordinator:
             self.ticking = False
 
 
-def _result_text(result: Any) -> str | None:
+def _result_text(result: object) -> str | None:
     """Events carry the result as JSON text; a decoded value is encoded the same way."""
     # F-45
     return result if result is None or isinstance(result, str) else jsonwire.dumps(result)
+
+
+def _text(value: object) -> str | None:
+    """A field that holds text or nothing (an event's error, a shape entry's subflow or trigger)."""
+    return value if value is None or isinstance(value, str) else str(value)
+
+
+def _static_node(entry: JsonMapping, seq: int, now_ms: int) -> dict[str, SqlValue]:
+    """The node row of one entry of the pinned shape (``shape_of``), at run start."""
+    # F-18, F-24
+    return {
+        "id": str(entry["id"]),
+        "binding": str(entry["binding"]),
+        "state": "PENDING",
+        "container": 1 if entry["container"] else 0,
+        "origin": "static",
+        "after": jsonwire.dumps(entry["after"]),
+        "subflow": _text(entry.get("subflow")),
+        "trigger": _text(entry.get("trigger", "success")),
+        "wait_kind": _text(entry.get("wait")),  # ADR-0147
+        "wait_event": _text(entry.get("event")),
+        "seq": seq,
+        "created_at": now_ms,
+        "updated_at": now_ms,
+    }

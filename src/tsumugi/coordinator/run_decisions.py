@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeAlias
 
 from tsumugi.coordinator.run_ports import RunPeers
 from tsumugi.core import jsonwire
@@ -33,10 +33,13 @@ from tsumugi.core.flow.results import (
 )
 from tsumugi.core.flow.waits import WaitKind, is_due, wake_at_of
 from tsumugi.core.ids import format_job_id, resolve_shard, shard_name_of
+from tsumugi.core.json_types import JsonValue
 from tsumugi.errors import TsumugiError
-from tsumugi.ports import JsonDict, ShardNamespace
+from tsumugi.ports import ShardNamespace, SqlValue
 from tsumugi.storage.run_store import NodeRow, RunRow, RunStore
 from tsumugi.storage.run_waits import RunWaitStore
+
+NodeJob: TypeAlias = dict[str, object]  # a node's job as an enqueue input: payload and camelCase options
 
 
 @dataclass(slots=True)
@@ -44,14 +47,14 @@ class ChildStart:
     node_id: str
     child_run_id: str
     flow: str
-    input: Any
+    input: object
 
 
 @dataclass(slots=True)
 class TickWork:
     """What one tick collected: jobs to enqueue per shard, child runs to start, nodes it wrote."""
 
-    jobs: dict[str, list[JsonDict]] = field(default_factory=dict)
+    jobs: dict[str, list[NodeJob]] = field(default_factory=dict)
     job_nodes: list[str] = field(default_factory=list)
     job_ids: dict[str, str] = field(default_factory=dict)  # node id -> job id reserved this tick
     child_starts: list[ChildStart] = field(default_factory=list)
@@ -111,14 +114,14 @@ class DecisionApplier:
                 self._start_wait(node)
 
     # ------------------------------------------------------------------ helpers
-    def _write(self, node_id: str, **values: Any) -> None:
+    def _write(self, node_id: str, **values: SqlValue) -> None:
         self.store.update_node(node_id, self.now_ms, **values)
         self.work.touched.add(node_id)
 
     def _fail(self, node_id: str, error: str) -> None:
         self._write(node_id, state="FAILED", error=error)
 
-    def dep_value(self, node_id: str) -> Any:
+    def dep_value(self, node_id: str) -> JsonValue:
         """A node's result for its dependents (ADR-0072).
 
         A stored result, or a fan-out's summary and child results.
@@ -135,7 +138,7 @@ class DecisionApplier:
             )
         return value
 
-    def _gate(self, node: NodeRow, spec: NodeSpec) -> dict[str, Any] | None:
+    def _gate(self, node: NodeRow, spec: NodeSpec) -> dict[str, object] | None:
         """Evaluate ``when`` (T-4); the deps when the node may run, else None after writing the outcome."""
         deps = build_deps(spec, self.dep_value)
         try:
@@ -178,7 +181,7 @@ class DecisionApplier:
 
     def _start_job(self, node: NodeRow) -> None:
         if node.origin != "static":
-            job: dict[str, Any] = {
+            job: NodeJob = {
                 **(jsonwire.loads(node.options) if node.options else {}),
                 "payload": jsonwire.loads(node.payload) if node.payload is not None else None,
             }
@@ -288,11 +291,11 @@ def dynamic_row(
     binding: str,
     parent: str,
     origin: str,
-    payload: Any,
-    options: Mapping[str, Any],
+    payload: object,
+    options: Mapping[str, object],
     seq: int,
     now_ms: int,
-) -> dict[str, Any]:
+) -> dict[str, SqlValue]:
     """A fan-out or spawned child with its payload and options frozen as JSON."""
     # F-49, F-56
     return {

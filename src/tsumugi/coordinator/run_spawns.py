@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from tsumugi.coordinator.run_decisions import dynamic_row
 from tsumugi.core.flow.building import spawn_options
@@ -14,7 +13,7 @@ from tsumugi.storage.run_store import RunStore
 
 
 def insert_spawns(
-    store: RunStore, max_nodes: int, parent: str, spawns: Sequence[Any], now: int
+    store: RunStore, max_nodes: int, parent: str, spawns: Sequence[object], now: int
 ) -> set[str] | str:
     """Insert spawned children first, so nobody sees the parent settled without them."""
     # F-56
@@ -31,7 +30,7 @@ def insert_spawns(
                     parent,
                     "spawn",
                     _field(spawn, "payload"),
-                    spawn_options(_field(spawn, "options")),
+                    spawn_options(_options(_field(spawn, "options"))),
                     seq + i,
                     now,
                 )
@@ -41,6 +40,10 @@ def insert_spawns(
     return set(store.insert_nodes(rows))
 
 
-def _field(spawn: Any, name: str) -> Any:
+def _field(spawn: object, name: str) -> object:
     """A spawn request arrives as a wire dict, or as ``performer.SpawnRequest`` in-process."""
     return spawn.get(name) if isinstance(spawn, Mapping) else getattr(spawn, name, None)
+
+
+def _options(value: object) -> Mapping[str, object] | None:
+    return value if isinstance(value, Mapping) else None

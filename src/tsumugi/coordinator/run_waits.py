@@ -7,11 +7,11 @@ their own transaction and arm the alarm themselves.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 from tsumugi.core.flow.results import encode_result
 from tsumugi.core.flow.waits import due_outcome
-from tsumugi.ports import JsonDict
+from tsumugi.core.json_types import JsonObject
 from tsumugi.storage.run_store import RunStore
 from tsumugi.storage.run_waits import RunWaitStore
 
@@ -30,10 +30,10 @@ def take_event(
     store: RunStore,
     waits: RunWaitStore,
     event: str,
-    payload: Any,
+    payload: object,
     now_ms: int,
     snapshot: Callable[[str], None],
-) -> JsonDict:
+) -> JsonObject:
     """Apply one sent event; ``{ok, node, state}`` or ``{ok: False, reason, node?}`` (ADR-0148).
 
     ``state`` is COMPLETED when the waiting node took the payload as its result, PENDING when the

@@ -10,13 +10,14 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Final
 
 from tsumugi.clock import Clock
 from tsumugi.coordinator.run_ports import RunPeers
 from tsumugi.core.cron import parse_cron
 from tsumugi.core.flow.ids import scheduled_run_id
 from tsumugi.core.ids import format_job_id, resolve_shard, shard_name, shard_name_of
+from tsumugi.core.json_types import JsonMapping, JsonObject
 from tsumugi.core.schedules import (
     JOB_OPTIONS,
     ScheduleContext,
@@ -25,7 +26,7 @@ from tsumugi.core.schedules import (
     next_occurrence,
 )
 from tsumugi.errors import ConfigurationError
-from tsumugi.ports import AlarmPort, JsonDict, ShardNamespace, SqlExecutor
+from tsumugi.ports import AlarmPort, ShardNamespace, SqlExecutor
 from tsumugi.storage.schedule_store import ScheduleRow, ScheduleStore
 
 log = logging.getLogger("tsumugi.scheduler")
@@ -58,7 +59,7 @@ class Scheduler:
         shards: ShardNamespace,
         runs: RunPeers | None,
         shards_of: Mapping[str, int] | None = None,
-        binding_settings: Callable[[str], JsonDict] | None = None,
+        binding_settings: Callable[[str], JsonMapping] | None = None,
     ) -> None:
         """``binding_settings(binding)``: the settings a client enqueue carries to that binding."""
         # J-50
@@ -74,7 +75,7 @@ class Scheduler:
         self.binding_settings = binding_settings
         self.ticking = False
 
-    async def list(self) -> list[dict[str, Any]]:
+    async def list(self) -> list[JsonObject]:
         """Every schedule ordered by name, as stored; no reconcile."""
         # S-14, S-21
         return [row.listing() for row in self.store.rows()]
@@ -200,7 +201,7 @@ class Scheduler:
             partition_key = definition.get("partition_key")
             shard = resolve_shard(spec.target, self.shards_of.get(spec.target, 1), partition_key)
             job_id = format_job_id(spec.target, shard, f"{spec.name}-{occurrence}")
-            job: JsonDict = {"binding": spec.target, "payload": payload, "id": job_id}
+            job: dict[str, object] = {"binding": spec.target, "payload": payload, "id": job_id}
             if partition_key is not None:
                 job["partitionKey"] = partition_key
             for option in JOB_OPTIONS:
@@ -226,7 +227,7 @@ def _next(every_ms: int | None, cron: str | None, previous: int | None, now: int
     return next_occurrence(every_ms, parse_cron(cron) if cron is not None else None, previous, now)
 
 
-async def _resolve(value: Any, context: ScheduleContext) -> Any:
+async def _resolve(value: object, context: ScheduleContext) -> object:
     """a value, or a function (sync or async) of the schedule context."""
     # S-4
     if callable(value):
@@ -236,6 +237,6 @@ async def _resolve(value: Any, context: ScheduleContext) -> Any:
     return value
 
 
-def _wire(value: Any) -> Any:
+def _wire(value: object) -> object:
     to_wire = getattr(value, "to_wire", None)
     return to_wire() if callable(to_wire) else value

@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from tsumugi.clock import Clock
 from tsumugi.core import ids
+from tsumugi.core.json_types import JsonMapping
 from tsumugi.core.policy import ShardSettings, settings_from_wire
 from tsumugi.ports import AlarmPort, DispatchQueue, ReadModelWriter, RunNamespace, ShardNamespace, SqlExecutor
 from tsumugi.storage.attempt_log import AttemptLog
@@ -31,7 +32,7 @@ class MetricsWriter(Protocol):
 
     # J-194, M-4
 
-    async def write(self, snapshots: Sequence[Mapping[str, Any]]) -> int: ...
+    async def write(self, snapshots: Sequence[Mapping[str, object]]) -> int: ...
 
 
 class ShardContext:
@@ -92,7 +93,7 @@ class ShardContext:
         """The settings in force, loaded lazily once per instance (step 1)."""
         # J-161
         if self._settings is None:
-            self._settings = settings_from_wire(self.store.get(SETTINGS))
+            self._settings = settings_from_wire(self.store.get_object(SETTINGS))
         return self._settings
 
     @property
@@ -106,7 +107,7 @@ class ShardContext:
             self.store.put(SETTINGS, settings.to_wire())
         self._settings = settings
 
-    def carry_settings(self, wire: dict[str, Any]) -> None:
+    def carry_settings(self, wire: JsonMapping) -> None:
         """Settings carried by an enqueue: applied unless pinned; notice targets always follow."""
         # J-50
         carried = settings_from_wire(wire)
@@ -120,19 +121,19 @@ class ShardContext:
         self.store.put(PINNED, "1")
         self.put_settings(settings)
 
-    def unpin(self, settings_wire: dict[str, Any] | None) -> None:
+    def unpin(self, settings_wire: JsonMapping | None) -> None:
         """Drop the pin and return to ``settings_wire`` or the static settings last carried."""
         # J-176
         self.store.delete(PINNED)
         self.put_settings(self.static_settings(settings_wire))
 
-    def static_settings(self, settings_wire: dict[str, Any] | None) -> ShardSettings:
+    def static_settings(self, settings_wire: JsonMapping | None) -> ShardSettings:
         """The binding's static settings: ``settings_wire`` (from the caller's config) or the last carried.
 
         ADR-0044: notice targets are not part of what a pin holds, so when the given settings name none
         the ones in force stay.
         """
-        wire = settings_wire if settings_wire is not None else self.store.get(STATIC_SETTINGS)
+        wire = settings_wire if settings_wire is not None else self.store.get_object(STATIC_SETTINGS)
         settings = settings_from_wire(wire)
         if wire is None or ("onFailure" not in wire and "onSettled" not in wire):
             current = self.settings

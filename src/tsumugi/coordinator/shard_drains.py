@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
 from tsumugi.coordinator.shard_context import ShardContext, log
 from tsumugi.coordinator.shard_tick import TICK_ROWS
 from tsumugi.coordinator.snapshots import snapshot
 from tsumugi.core import ids
+from tsumugi.core.json_types import JsonObject
+from tsumugi.core.states import FAILURE_STATES, JobState
 from tsumugi.storage.event_outbox import Notice
 
 SEND_CHUNK: Final = 100  # Queue sendBatch takes at most 100 messages (J-161)
@@ -18,11 +20,11 @@ SWEEP_MIN_WAIT_MS: Final = 1000  # J-170: a shard of only failed jobs sleeps ins
 # unless it finishes sooner: a job that settles within it is written to the read model once instead of
 # twice or three times (ADR-0119, ADR-0135; the read model is seconds stale, A-41).
 FIRST_PROJECTION_DELAY_MS: Final = 1000
-_DONE: Final = ("COMPLETED", "CANCELLED")
-_FAILED: Final = ("FAILED", "STALLED")
+_DONE: Final = (JobState.COMPLETED, JobState.CANCELLED)  # kept sweep_after_ms; swept in this order
+_FAILED: Final = tuple(sorted(FAILURE_STATES))  # ("FAILED", "STALLED"): kept failed_retention_ms
 
 
-async def send(ctx: ShardContext, messages: Sequence[dict[str, Any]]) -> None:
+async def send(ctx: ShardContext, messages: Sequence[JsonObject]) -> None:
     for start in range(0, len(messages), SEND_CHUNK):
         await ctx.queue.send_batch(messages[start : start + SEND_CHUNK])
 
@@ -69,7 +71,7 @@ async def notify_runs(ctx: ShardContext) -> tuple[bool, bool]:
     """Deliver up to 200 run events grouped per run; returns (more remain, a delivery failed)."""
     # F-45
     events = ctx.events.run_events(TICK_ROWS)
-    grouped: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    grouped: dict[str, list[tuple[int, JsonObject]]] = {}
     for seq, run_id, event in events:
         grouped.setdefault(run_id, []).append((seq, event))
     failed = False
@@ -114,8 +116,8 @@ async def deliver_notices(ctx: ShardContext) -> tuple[bool, bool]:
     return len(notices) >= TICK_ROWS, failed
 
 
-def _notice_input(notice: Notice) -> dict[str, Any]:
-    wire: dict[str, Any] = {"binding": notice.target, "payload": notice.payload, "id": notice.notice_id}
+def _notice_input(notice: Notice) -> JsonObject:
+    wire: JsonObject = {"binding": notice.target, "payload": notice.payload, "id": notice.notice_id}
     if notice.traceparent is not None:
         wire["traceparent"] = notice.traceparent  # J-40: a notice continues the trace of its job
     return wire

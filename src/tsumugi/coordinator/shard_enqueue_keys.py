@@ -8,8 +8,8 @@ of the batch), and applies the decisions of ``core.enqueue_keys``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from tsumugi.coordinator.enqueue_wire import EnqueueItem, mapping, maybe_int, required_int, text
 from tsumugi.coordinator.job_transitions import to_scheduled
 from tsumugi.coordinator.shard_context import ShardContext
 from tsumugi.core import enqueue_keys as keys
@@ -48,42 +48,42 @@ class KeyedEnqueue:
         return self._throttle
 
     def before_insert(
-        self, item: Mapping[str, Any], rows: list[tuple[JobRow, int, float]]
+        self, item: EnqueueItem, rows: list[tuple[JobRow, int, float]]
     ) -> EnqueueOutcome | None:
         """The answer when no new job is needed: debounced into a waiting job, or dropped by a throttle."""
         self._admitted = None
-        debounce_key = item.get("debounceKey")
+        debounce_key = text(item, "debounceKey")
         if debounce_key is not None:
             return self.debounce_into(debounce_key, item, rows)
-        throttle_key = item.get("throttleKey")
-        unique_key = item.get("uniqueKey")
+        throttle_key = text(item, "throttleKey")
+        unique_key = text(item, "uniqueKey")
         if unique_key is not None and self.ctx.unique.live_holder(unique_key, self.now_ms) is not None:
             return None  # the unique key answers with its holder; a duplicate spends no token
         if throttle_key is not None:
-            decision = self.throttle_decision(throttle_key, item["throttle"])
+            decision = self.throttle_decision(throttle_key, mapping(item, "throttle"))
             if not decision.admitted:
                 return EnqueueOutcome(None, "dropped", decision.slot_at)  # no job, no token spent
             self._admitted = decision
         return None
 
-    def shape(self, item: Mapping[str, Any], job: JobRow, index: int) -> None:
+    def shape(self, item: EnqueueItem, job: JobRow, index: int) -> None:
         """A new keyed job: it opens its debounce window, or spends its throttle token and waits its slot."""
-        debounce_key = item.get("debounceKey")
+        debounce_key = text(item, "debounceKey")
         if debounce_key is not None:
             self.open_window(debounce_key, item, job, index)
-        throttle_key = item.get("throttleKey")
+        throttle_key = text(item, "throttleKey")
         if throttle_key is not None and self._admitted is not None:
             self.spend(throttle_key, self._admitted)
-            job["run_after"] = max(int(job["run_after"]), self._admitted.slot_at)
+            job["run_after"] = max(job["run_after"], self._admitted.slot_at)
         self._admitted = None
 
     # ------------------------------------------------------------------ debounce (ADR-0149)
     def debounce_into(
-        self, key: str, item: Mapping[str, Any], rows: list[tuple[JobRow, int, float]]
+        self, key: str, item: EnqueueItem, rows: list[tuple[JobRow, int, float]]
     ) -> EnqueueOutcome | None:
         """Give this payload to the key's waiting job and push its run_after; None when no window is open."""
         now = self.now_ms
-        debounce_ms = int(item["debounceMs"])
+        debounce_ms = required_int(item, "debounceMs")
         payload = jsonwire.dumps(item.get("payload"))
         check_payload_text(payload)  # ADR-0133: the same limit as a new job's payload
         opened = self._opened.get(key)
@@ -93,7 +93,7 @@ class KeyedEnqueue:
             run_after = keys.debounced_run_after(now, debounce_ms, max_at)
             job["payload"], job["run_after"] = payload, run_after
             rows[index] = (job, *scheduled_lane(run_after, job["priority"], now))
-            return EnqueueOutcome(str(job["id"]), "debounced", run_after)
+            return EnqueueOutcome(job["id"], "debounced", run_after)
         holder = self.debounce.holder(key)
         if holder is None:
             return None
@@ -115,22 +115,21 @@ class KeyedEnqueue:
         self.debounce.extend(key, run_after)
         return EnqueueOutcome(holder.job_id, "debounced", run_after)
 
-    def open_window(self, key: str, item: Mapping[str, Any], job: JobRow, index: int) -> None:
+    def open_window(self, key: str, item: EnqueueItem, job: JobRow, index: int) -> None:
         """A new job opens the key's window: it waits ``debounce_ms``, bounded by ``debounce_max_ms``."""
         now = self.now_ms
-        max_ms = item.get("debounceMaxMs")
-        max_at = keys.debounce_max_at(now, None if max_ms is None else int(max_ms))
-        job["run_after"] = keys.debounced_run_after(now, int(item["debounceMs"]), max_at)
-        self.debounce.put(key, str(job["id"]), int(job["run_after"]), max_at)
+        max_at = keys.debounce_max_at(now, maybe_int(item, "debounceMaxMs"))
+        job["run_after"] = keys.debounced_run_after(now, required_int(item, "debounceMs"), max_at)
+        self.debounce.put(key, job["id"], job["run_after"], max_at)
         self._opened[key] = (index, max_at)
 
     def window_ends(self, rows: list[tuple[JobRow, int, float]]) -> None:
         """Store where the batch left each window it opened (a later item may have pushed it)."""
         for key, (index, _max_at) in self._opened.items():
-            self.debounce.extend(key, int(rows[index][0]["run_after"]))
+            self.debounce.extend(key, rows[index][0]["run_after"])
 
     # ------------------------------------------------------------------ throttle (ADR-0150)
-    def throttle_decision(self, key: str, rule_wire: Mapping[str, Any]) -> ThrottleDecision:
+    def throttle_decision(self, key: str, rule_wire: Mapping[str, object]) -> ThrottleDecision:
         """The key's decision for one more job now; nothing is stored until ``spend``."""
         tat = self._tats[key] if key in self._tats else self.throttle.tat(key)
         return keys.throttle(keys.throttle_rule_from_wire(rule_wire), tat, self.now_ms)

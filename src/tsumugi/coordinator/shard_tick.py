@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from tsumugi.coordinator.job_transitions import IN_FLIGHT, to_queued_many, to_scheduled, to_terminal
 from tsumugi.coordinator.lifecycle_log import log_dispatched, log_retrying, log_tick
 from tsumugi.coordinator.shard_context import ShardContext
 from tsumugi.coordinator.terminal_events import EXPIRED_ERROR
 from tsumugi.core import ids, jsonwire
+from tsumugi.core.json_types import JsonObject
 from tsumugi.core.schedule import (
     ConfirmCancel,
     Decision,
@@ -35,7 +36,7 @@ PROMOTE_LIMIT: Final = 1000  # waiting jobs moved into the ready lane per tick
 
 @dataclass
 class TickPlan:
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[JsonObject] = field(default_factory=list)
     next_alarm_at: int | None = None
     rerun: bool = False
 
@@ -72,7 +73,7 @@ def plan_tick(ctx: ShardContext, now_ms: int) -> TickPlan:
             key_counts[key] -= 1
     uncounted = ctx.lanes.count_in_flight() - len(loaded)
     free = max(0, policy.concurrency - uncounted - (len(loaded) - len(due)))
-    bucket = bucket_from_wire(ctx.store.get(BUCKET))
+    bucket = bucket_from_wire(ctx.store.get_object(BUCKET))
     tokens = refill(bucket, policy.rate, now_ms).tokens  # only to size the read; schedule refills itself
     want = 0 if policy.paused else int(min(free, MAX_DISPATCH, tokens))
     candidates, budget_spent = _read_candidates(ctx, now_ms, want)
@@ -174,7 +175,7 @@ def _apply(
         to_terminal(ctx, decision.id, ("SCHEDULED",), "CANCELLED", now_ms, error=EXPIRED_ERROR)
 
 
-def dispatch_message(job: JobRow) -> dict[str, Any]:
+def dispatch_message(job: JobRow) -> JsonObject:
     """The queue body (plus ``expiresAt`` and ``traceparent``)."""
     # J-116
     return {

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
+from tsumugi.core.json_types import JsonObject
 from tsumugi.ports import SqlDatabase, SqlValue
 from tsumugi.storage.read_model_jobs import JobFilter
 
@@ -30,8 +31,8 @@ class BulkRecord:
 
     id: str
     action: str
-    selection: dict[str, Any]
-    options: dict[str, Any]
+    selection: JsonObject
+    options: JsonObject
     state: str
     matched: int
     done: int

@@ -8,7 +8,7 @@ on demand with ``IF NOT EXISTS`` (ADR-0064).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Final
 
 from tsumugi.ports import SqlDatabase, SqlValue
 from tsumugi.storage.read_model_schema import TERMINAL_JOB_STATES
@@ -28,30 +28,37 @@ KEPT_HOURS: Final = 720  # A-66: the widest window /api/metrics accepts
 _FAILED: Final = "('FAILED', 'STALLED')"
 
 
+def _int(value: object) -> int:
+    """``int()`` of a snapshot's number."""
+    if isinstance(value, int | float | str):
+        return int(value)
+    raise TypeError(f"expected a number in the snapshot, got {value!r}")
+
+
 async def ensure_metrics_table(db: SqlDatabase) -> None:
     await db.batch([(sql, ()) for sql in METRICS_DDL])
 
 
-def metric_point(snapshot: Mapping[str, Any]) -> tuple[SqlValue, ...] | None:
+def metric_point(snapshot: Mapping[str, object]) -> tuple[SqlValue, ...] | None:
     """One point per terminal snapshot; duration = max(0, updated_at - dispatched_at) or 0."""
     # M-2, M-3
     state = snapshot.get("state")
     if state not in TERMINAL_JOB_STATES:
         return None
-    updated_at = int(snapshot.get("updated_at") or 0)
+    updated_at = _int(snapshot.get("updated_at") or 0)
     dispatched_at = snapshot.get("dispatched_at")
-    duration_ms = 0 if dispatched_at is None else max(0, updated_at - int(dispatched_at))
+    duration_ms = 0 if dispatched_at is None else max(0, updated_at - _int(dispatched_at))
     return (
         updated_at,
         str(snapshot.get("binding")),
         str(state),
         str(snapshot.get("guarantee") or ""),
-        int(snapshot.get("attempts") or 0),
+        _int(snapshot.get("attempts") or 0),
         duration_ms,
     )
 
 
-async def insert_points(db: SqlDatabase, snapshots: Sequence[Mapping[str, Any]]) -> int:
+async def insert_points(db: SqlDatabase, snapshots: Sequence[Mapping[str, object]]) -> int:
     """Add one row per terminal snapshot and, in the same batch, drop rows no window can reach any more.
 
     The newest point written stands in for "now" (the writer has no clock); rows older than the widest

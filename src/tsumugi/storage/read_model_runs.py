@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import weakref
-from typing import Any, Final
+from typing import Final
 
 from tsumugi.ports import SqlDatabase, SqlValue
 from tsumugi.storage.read_model_schema import RUN_NODE_WAIT_DDL
@@ -17,7 +17,7 @@ NODE_COLUMNS: Final = (
 )
 # ADR-0155: the wait side table is made on demand; a reader makes it too, once per database, so the join
 # never meets a missing table.
-_WAIT_TABLE_READY: weakref.WeakSet[Any] = weakref.WeakSet()
+_WAIT_TABLE_READY: weakref.WeakSet[SqlDatabase] = weakref.WeakSet()
 
 Row = dict[str, SqlValue]
 

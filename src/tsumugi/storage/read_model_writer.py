@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Final
 
 from tsumugi.core import jsonwire
 from tsumugi.ports import SqlDatabase, SqlValue
@@ -37,7 +37,7 @@ SWEEP_JOBS_SQL: Final = (
 )
 
 
-def _json_text(value: Any) -> str | None:
+def _json_text(value: object) -> str | None:
     """Stored JSON columns hold text; a snapshot may carry the text or the decoded value."""
     # A-11
     if value is None:
@@ -45,7 +45,7 @@ def _json_text(value: Any) -> str | None:
     return value if isinstance(value, str) else jsonwire.dumps(value)
 
 
-def _sql_value(value: Any) -> SqlValue:
+def _sql_value(value: object) -> SqlValue:
     if isinstance(value, bool):
         return int(value)
     if value is None or isinstance(value, int | float | str | bytes):
@@ -57,44 +57,44 @@ _job_values = operator.itemgetter(*JOB_COLUMNS)  # in C
 _SCALARS: Final = (str, int, float, type(None))
 
 
-def job_row(snapshot: Mapping[str, Any]) -> tuple[SqlValue, ...]:
+def job_row(snapshot: Mapping[str, object]) -> tuple[SqlValue, ...]:
     """Bind values for one job snapshot: JSON columns as text, an empty attempt list as NULL."""
     # J-190
     if snapshot.keys() >= _JOB_KEYS and snapshot["payload"] is not None and snapshot["attempts_log"] != []:
         # A shard's snapshot: every column present and already text or a number (ADR-0136).
-        values: tuple[Any, ...] = _job_values(snapshot)
+        values: tuple[SqlValue, ...] = _job_values(snapshot)  # each checked next
         if all(type(value) in _SCALARS for value in values):
             return values
     return _job_row_converted(snapshot)
 
 
-def _job_row_converted(snapshot: Mapping[str, Any]) -> tuple[SqlValue, ...]:
+def _job_row_converted(snapshot: Mapping[str, object]) -> tuple[SqlValue, ...]:
     log = snapshot.get("attempts_log")
-    converted: dict[str, Any] = dict(snapshot)
+    converted: dict[str, object] = dict(snapshot)
     converted["payload"] = _json_text(snapshot.get("payload", "null")) or "null"
     converted["result"] = _json_text(snapshot.get("result"))
     converted["attempts_log"] = None if not log else _json_text(log)
     return tuple(_sql_value(converted.get(column)) for column in JOB_COLUMNS)
 
 
-def run_row(snapshot: Mapping[str, Any]) -> tuple[SqlValue, ...]:
+def run_row(snapshot: Mapping[str, object]) -> tuple[SqlValue, ...]:
     """Bind values for one run snapshot; ``input`` is JSON text (a ``null`` input is the text ``null``)."""
-    values: dict[str, Any] = dict(snapshot)
+    values: dict[str, object] = dict(snapshot)
     values["input"] = _json_text(snapshot.get("input")) or "null"
     return tuple(_sql_value(values.get(column)) for column in RUN_COLUMNS)
 
 
-def run_node_row(snapshot: Mapping[str, Any]) -> tuple[SqlValue, ...]:
+def run_node_row(snapshot: Mapping[str, object]) -> tuple[SqlValue, ...]:
     """Bind values for one node snapshot; ``after`` is stored as JSON array text."""
     # D-4
-    values: dict[str, Any] = dict(snapshot)
+    values: dict[str, object] = dict(snapshot)
     values["after"] = _json_text(snapshot.get("after")) or "[]"
     values["result"] = _json_text(snapshot.get("result"))
     values["container"] = 1 if snapshot.get("container") else 0
     return tuple(_sql_value(values.get(column)) for column in RUN_NODE_COLUMNS)
 
 
-def run_node_wait_row(snapshot: Mapping[str, Any]) -> tuple[SqlValue, ...]:
+def run_node_wait_row(snapshot: Mapping[str, object]) -> tuple[SqlValue, ...]:
     """Bind values for what a waiting node waits for (ADR-0155)."""
     return tuple(_sql_value(snapshot.get(column)) for column in RUN_NODE_WAIT_COLUMNS)
 
@@ -111,15 +111,15 @@ class D1ReadModelWriter:
     def __init__(self, db: SqlDatabase) -> None:
         self._db = db
 
-    async def upsert_jobs(self, snapshots: Sequence[Mapping[str, Any]]) -> None:
+    async def upsert_jobs(self, snapshots: Sequence[Mapping[str, object]]) -> None:
         if snapshots:
             await self._db.batch([(UPSERT_JOB_SQL, job_row(s)) for s in snapshots])
 
-    async def upsert_runs(self, snapshots: Sequence[Mapping[str, Any]]) -> None:
+    async def upsert_runs(self, snapshots: Sequence[Mapping[str, object]]) -> None:
         if snapshots:
             await self._db.batch([(UPSERT_RUN_SQL, run_row(s)) for s in snapshots])
 
-    async def upsert_run_nodes(self, snapshots: Sequence[Mapping[str, Any]]) -> None:
+    async def upsert_run_nodes(self, snapshots: Sequence[Mapping[str, object]]) -> None:
         if not snapshots:
             return
         statements: list[tuple[str, Sequence[SqlValue]]] = [

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Final, NamedTuple
+from typing import Final, NamedTuple
 
 from tsumugi.core import jsonwire
+from tsumugi.core.json_types import JsonObject
 from tsumugi.ports import SqlExecutor
 
 ROWS_PER_INSERT: Final = 25  # 4 bound parameters a row; Durable Object SQL binds at most 100
@@ -15,20 +16,20 @@ PROJECT_BATCH: Final = 200  # F-35 step 7: rows projected per tick; a longer bac
 class OutboxRow(NamedTuple):
     seq: int
     kind: str  # "run" | "node"
-    snapshot: dict[str, Any]
+    snapshot: JsonObject
 
 
 class RunOutbox:
     def __init__(self, sql: SqlExecutor) -> None:
         self.sql = sql
 
-    def append(self, kind: str, target: str, snapshot: Mapping[str, Any]) -> None:
+    def append(self, kind: str, target: str, snapshot: Mapping[str, object]) -> None:
         self.sql.execute(
             "INSERT INTO run_outbox (kind, target, snapshot) VALUES (?, ?, ?)",
             [kind, target, jsonwire.dumps(snapshot)],
         )
 
-    def append_many(self, kind: str, snapshots: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
+    def append_many(self, kind: str, snapshots: Iterable[tuple[str, Mapping[str, object]]]) -> None:
         """``append`` for each ``(target, snapshot)`` in order, several rows per statement."""
         values = [(kind, target, jsonwire.dumps(snapshot)) for target, snapshot in snapshots]
         for start in range(0, len(values), ROWS_PER_INSERT):

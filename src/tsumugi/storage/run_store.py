@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, Final
+from typing import Final
 
 from tsumugi.core import jsonwire
 from tsumugi.core.flow.advance import NodeView
 from tsumugi.core.flow.live_progress import LiveProgress, live_progress_of
+from tsumugi.core.json_types import JsonObject
 from tsumugi.ports import SqlExecutor, SqlValue
 
 DONE_STATES: Final = ("COMPLETED", "FAILED", "CANCELLED", "STALLED", "SKIPPED")  # F-26 node_done
@@ -62,7 +63,7 @@ class NodeRow:
 
 
 # What the node table fills in for a column an insert leaves out (run_schema.NODE_DDL).
-_NODE_DEFAULTS: Final[dict[str, Any]] = {"container": 0, "after": "[]", "trigger": "success"}
+_NODE_DEFAULTS: Final[dict[str, SqlValue]] = {"container": 0, "after": "[]", "trigger": "success"}
 RUN_COLUMNS: Final = tuple(f.name for f in fields(RunRow))
 NODE_COLUMNS: Final = tuple(f.name for f in fields(NodeRow))
 _NODE_SELECT: Final = f"SELECT {', '.join(NODE_COLUMNS)} FROM node"
@@ -267,7 +268,7 @@ class RunStore:
         self._live = None
 
 
-def node_snapshot(run_id: str, node: NodeRow) -> dict[str, Any]:
+def node_snapshot(run_id: str, node: NodeRow) -> JsonObject:
     """The read-model view of a node; job results stay in the jobs read model."""
     # F-25
     return {
@@ -292,7 +293,7 @@ def node_snapshot(run_id: str, node: NodeRow) -> dict[str, Any]:
     }
 
 
-def run_snapshot(run: RunRow, counters: tuple[int, int, int]) -> dict[str, Any]:
+def run_snapshot(run: RunRow, counters: tuple[int, int, int]) -> JsonObject:
     """The read-model view of the run."""
     # F-25
     total, done, failed = counters

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Final
+from typing import Final
 
+from tsumugi.core.json_types import JsonObject
 from tsumugi.ports import SqlExecutor, SqlValue
 
 SCHEDULE_DDL: Final = (
@@ -53,7 +54,7 @@ class ScheduleRow:
     created_at: int
     updated_at: int
 
-    def listing(self) -> dict[str, Any]:
+    def listing(self) -> JsonObject:
         """The REST item: exactly the fields ``GET /api/schedules`` lists."""
         return {
             f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("created_at", "updated_at")

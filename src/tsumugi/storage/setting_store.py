@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from tsumugi.core import jsonwire
+from tsumugi.core.json_types import JsonObject, JsonValue
 from tsumugi.core.token_bucket import Bucket
 from tsumugi.ports import SqlExecutor
 from tsumugi.storage.job_rows import chunks
+from tsumugi.storage.sql_values import integer, integer_or_real
 
 SETTINGS = "settings"  # the settings in force (JSON)
 STATIC_SETTINGS = "static_settings"  # the last settings carried by an enqueue, for reset (J-176)
@@ -22,11 +23,18 @@ class SettingStore:
     def __init__(self, sql: SqlExecutor) -> None:
         self.sql = sql
 
-    def get(self, key: str) -> Any:
+    def get(self, key: str) -> JsonValue:
+        """The stored JSON value, or None when the key is not set."""
         rows = self.sql.execute("SELECT value FROM setting WHERE key = ?", (key,))
-        return jsonwire.loads(str(rows[0][0])) if rows else None
+        value: JsonValue = jsonwire.loads(str(rows[0][0])) if rows else None
+        return value
 
-    def put(self, key: str, value: Any) -> None:
+    def get_object(self, key: str) -> JsonObject | None:
+        """``get`` of a key that holds an object (settings, a bucket, what blocked dispatch)."""
+        value = self.get(key)
+        return value if isinstance(value, dict) else None
+
+    def put(self, key: str, value: JsonValue) -> None:
         self.sql.execute(
             "INSERT INTO setting (key, value) VALUES (?, ?) "
             "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
@@ -44,7 +52,7 @@ class SettingStore:
             rows = self.sql.execute(
                 f"SELECT key, tokens, refilled_at FROM key_bucket WHERE key IN ({marks})", part
             )
-            found.update({str(k): Bucket(float(t), int(r)) for k, t, r in rows})  # type: ignore[arg-type]
+            found.update({str(k): Bucket(float(integer_or_real(t)), integer(r)) for k, t, r in rows})
         return found
 
     def save_key_buckets(self, buckets: Mapping[str, Bucket], full: Iterable[str]) -> None:

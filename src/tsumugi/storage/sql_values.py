@@ -12,6 +12,13 @@ def integer(value: SqlValue) -> int:
     raise TypeError(f"expected a number from SQL, read {value!r}")
 
 
+def integer_or_real(value: SqlValue) -> int | float:
+    """A REAL (or INTEGER) column's value."""
+    if isinstance(value, int | float):
+        return value
+    raise TypeError(f"expected a number from SQL, read {value!r}")
+
+
 def optional_integer(value: SqlValue) -> int | None:
     """``integer`` of a nullable column."""
     return None if value is None else integer(value)
