@@ -1,4 +1,4 @@
-"""The one model of a shard's execution limits and notices: ``Rate``, ``Policy``, ``OnSettled`` (ADR-0156).
+"""The one model of a shard's execution limits and notices: ``Rate``, ``Policy``, ``OnSettled`` (ADR-0157).
 
 Users build them (``define_tsumugi``, ``update_policy``) and the shard reads its stored settings into the
 same classes (``core.policy``), so a value is checked by one constructor wherever it comes from.
@@ -110,20 +110,25 @@ class Policy:
 
     def _check_overrides(self) -> None:
         concurrency = self.per_key_concurrency_overrides
-        if isinstance(concurrency, Mapping):
+        # None first: the common case, decided without an ABC isinstance (a shard reads settings per enqueue)
+        if concurrency is None:
+            pass
+        elif isinstance(concurrency, Mapping):
             for key, limit in concurrency.items():
                 check_count(f"policy.per_key_concurrency_overrides[{key!r}]", limit)
             object.__setattr__(self, "per_key_concurrency_overrides", dict(concurrency) or None)
-        elif concurrency is not None and not callable(concurrency):
+        elif not callable(concurrency):
             raise InvalidConfigError("policy.per_key_concurrency_overrides must be a mapping or a function")
         rates = self.per_key_rate_overrides
-        if isinstance(rates, Mapping):
+        if rates is None:
+            pass
+        elif isinstance(rates, Mapping):
             converted = {
                 str(key): rate_from(rate, f"policy.per_key_rate_overrides[{key!r}]")
                 for key, rate in rates.items()
             }
             object.__setattr__(self, "per_key_rate_overrides", converted or None)
-        elif rates is not None and not callable(rates):
+        elif not callable(rates):
             raise InvalidConfigError("policy.per_key_rate_overrides must be a mapping or a function")
 
     @property
@@ -134,7 +139,8 @@ class Policy:
     def key_concurrency(self, key: str) -> int:
         """The concurrency limit of one key: its override, else ``per_key_concurrency``."""
         overrides = self.per_key_concurrency_overrides
-        if overrides is None:  # the common case first: the scheduler asks once per keyed candidate
+        # The scheduler asks once per keyed candidate, so the common case (no overrides) comes first.
+        if overrides is None:
             return self.per_key_concurrency
         if callable(overrides):
             limit = overrides(key)
@@ -171,18 +177,23 @@ class Policy:
         """The ``policy`` object a shard stores and reports: every field, empty overrides included."""
         # J-185
         wire = self._fields_wire()
-        limits = _resolve_concurrency(self.per_key_concurrency_overrides, ())
-        wire["perKeyConcurrencyOverrides"] = _limits_wire(limits)
-        rates = _resolve_rates(self.per_key_rate_overrides, ())
-        wire["perKeyRateOverrides"] = {key: _rate_wire(rate) for key, rate in rates.items()}
+        limits, rates = self.per_key_concurrency_overrides, self.per_key_rate_overrides
+        wire["perKeyConcurrencyOverrides"] = (
+            {} if limits is None else _limits_wire(_resolve_concurrency(limits, ()))
+        )
+        wire["perKeyRateOverrides"] = (
+            {}
+            if rates is None
+            else {key: _rate_wire(rate) for key, rate in _resolve_rates(rates, ()).items()}
+        )
         return wire
 
     def _fields_wire(self) -> JsonObject:
         return {
             "concurrency": self.concurrency,
             "perKeyConcurrency": self.per_key_concurrency,
-            "rate": _rate_wire(self.rate),
-            "perKeyRate": _rate_wire(self.per_key_rate),
+            "rate": self.rate.to_wire() if self.rate else None,
+            "perKeyRate": self.per_key_rate.to_wire() if self.per_key_rate else None,
             "agingIntervalMs": self.aging_interval_ms,
             "reaperGraceMs": self.reaper_grace_ms,
             "paused": self.paused,

@@ -1,4 +1,4 @@
-"""Every configuration default, said once (ADR-0156).
+"""Every configuration default, said once (ADR-0157).
 
 The user-facing values (``Policy``, ``BindingConfig``, ``RunSettings``, ``SweepOptions``, the backoffs),
 the shard's reading of its stored settings, the consumer and the REST options all take their defaults

@@ -1,4 +1,4 @@
-"""A shard's settings on the wire: policy, retention and notice targets (ADR-0044, ADR-0156).
+"""A shard's settings on the wire: policy, retention and notice targets (ADR-0044, ADR-0157).
 
 The wire keeps the original camelCase. The policy read here is the same ``Policy`` users build
 (``core.config_policy``), so stored and carried settings pass the same checks. Per-key overrides are this
@@ -89,13 +89,16 @@ def _apply(policy: Policy, wire: JsonMapping) -> Policy:
     if "perKeyRateOverrides" in wire:
         rates = _object_or_empty("perKeyRateOverrides", wire["perKeyRateOverrides"])
         changes["per_key_rate_overrides"] = {key: rate_from_wire(rate) for key, rate in rates.items()}
-    return replace(policy, **changes)  # Policy checks every field again
+    return replace(policy, **changes) if changes else policy  # replace() runs Policy's checks again
+
+
+_DEFAULT_POLICY: Final = Policy()  # frozen, so shared: the defaults are checked once, not per read
 
 
 def policy_from_wire(wire: JsonMapping | None) -> Policy:
     """Defaults overlaid with the given fields: omitted fields revert to defaults."""
     # J-51
-    return _apply(Policy(), wire or {})
+    return _apply(_DEFAULT_POLICY, wire or {})
 
 
 def merge_policy(policy: Policy, patch: JsonMapping) -> Policy:
