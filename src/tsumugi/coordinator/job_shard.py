@@ -257,7 +257,7 @@ class JobShard:
             "active": ctx.jobs.count_active(),
             "outbox": ctx.jobs.count_dirty(),
             "blocked": blocked,
-            "policy": ctx.settings.policy.to_stored_wire(),  # ADR-0156: every field, as stored
+            "policy": ctx.settings.policy.to_stored_wire(),  # ADR-0157: every field, as stored
         }
 
     async def state_of(self, job_id: str) -> str | None:

@@ -25,6 +25,7 @@ from tsumugi.core.schedules import (
     fingerprint,
     next_occurrence,
 )
+from tsumugi.core.states import ACTIVE_STATES
 from tsumugi.errors import ConfigurationError
 from tsumugi.ports import AlarmPort, ShardNamespace, SqlExecutor
 from tsumugi.storage.schedule_store import ScheduleRow, ScheduleStore
@@ -32,7 +33,6 @@ from tsumugi.storage.schedule_store import ScheduleRow, ScheduleStore
 log = logging.getLogger("tsumugi.scheduler")
 
 RETRY_MS: Final = 5000  # S-16: a failed tick tries again in five seconds
-ACTIVE_JOB_STATES: Final = frozenset({"SCHEDULED", "QUEUED", "RUNNING"})  # S-20
 WIRE_OPTIONS: Final = {
     "max_attempts": "maxAttempts",
     "backoff": "backoff",
@@ -186,7 +186,7 @@ class Scheduler:
             if row.last_job_id is None:
                 return False
             state = await self.shards.get(shard_name_of(row.last_job_id)).state_of(row.last_job_id)
-            return state in ACTIVE_JOB_STATES
+            return state in ACTIVE_STATES  # S-20
         if row.last_run_id is None:
             return False
         return await self._runs().get(row.last_run_id).state() == "RUNNING"

@@ -12,15 +12,18 @@ from tsumugi.coordinator.shard_context import ShardContext
 from tsumugi.coordinator.shard_enqueue_keys import KeyedEnqueue
 from tsumugi.core import ids, jsonwire
 from tsumugi.core.backoff import DEFAULT_BACKOFF
-from tsumugi.core.defaults import DEFAULT_TIMEOUT_MS  # J-110, ADR-0156
+from tsumugi.core.defaults import (  # ADR-0157: said once
+    DEFAULT_GUARANTEE,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_PRIORITY,
+    DEFAULT_TIMEOUT_MS,
+)
 from tsumugi.core.enqueue_keys import EnqueueOutcome
 from tsumugi.core.input_bounds import check_payload_text
+from tsumugi.core.states import JobState
 from tsumugi.errors import EnqueueError
 from tsumugi.storage.job_rows import JobRow, scheduled_lane, seq_floor
 
-DEFAULT_PRIORITY: Final = 0
-DEFAULT_MAX_ATTEMPTS: Final = 3
-DEFAULT_GUARANTEE: Final = "at-least-once"  # J-106
 DEFAULT_UNIQUE_FOR_MS: Final = 86_400_000  # 24 h reservation (5.2)
 _DEFAULT_BACKOFF_TEXT: Final = jsonwire.dumps(DEFAULT_BACKOFF)  # encoded once, not per job (ADR-0105)
 _PLAIN_KEYS: Final = frozenset({"binding", "payload"})
@@ -103,7 +106,7 @@ def enqueue_batch(
 def _scheduled(ctx: ShardContext, count: int) -> None:
     """ADR-0143: new jobs entered SCHEDULED."""
     if count and telemetry.active is not None:
-        telemetry.active.jobs_moved(ctx.binding, "SCHEDULED", count)
+        telemetry.active.jobs_moved(ctx.binding, JobState.SCHEDULED, count)
 
 
 def _ignore(_outcome: EnqueueOutcome) -> None:

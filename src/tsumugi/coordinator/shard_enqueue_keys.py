@@ -16,6 +16,7 @@ from tsumugi.core import enqueue_keys as keys
 from tsumugi.core import jsonwire
 from tsumugi.core.enqueue_keys import EnqueueOutcome, ThrottleDecision
 from tsumugi.core.input_bounds import check_payload_text
+from tsumugi.core.states import JobState
 from tsumugi.storage.enqueue_keys import DebounceKeys, ThrottleKeys
 from tsumugi.storage.job_rows import JobRow, scheduled_lane
 
@@ -108,7 +109,9 @@ class KeyedEnqueue:
             return None
         run_after = keys.debounced_run_after(now, debounce_ms, holder.max_at)
         if (
-            to_scheduled(self.ctx, holder.job_id, ("SCHEDULED",), now, run_after=run_after, payload=payload)
+            to_scheduled(
+                self.ctx, holder.job_id, (JobState.SCHEDULED,), now, run_after=run_after, payload=payload
+            )
             is None
         ):
             return None

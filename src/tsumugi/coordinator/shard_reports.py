@@ -81,7 +81,7 @@ def apply_reports(
 def _settle(ctx: ShardContext, settled: list[tuple[str, ReportEffect]], now_ms: int) -> None:
     """Write finished reports together: the transitions, their marks and their terminal events."""
     for to_state in {effect.to_state for _, effect in settled}:
-        assert_transition("QUEUED", to_state)
+        assert_transition(JobState.QUEUED, to_state)
     errors = {job_id: effect.error for job_id, effect in settled}
     changed = ctx.jobs.settle_many(
         [Settle(job_id, effect.to_state, effect.attempts, effect.result) for job_id, effect in settled],
@@ -203,5 +203,5 @@ def apply_expire(ctx: ShardContext, job_id: str, now_ms: int) -> bool:
     job = ctx.jobs.get(job_id)
     if job is None or job["expires_at"] is None:
         return False
-    row = to_terminal(ctx, job_id, _ACTIVE, "CANCELLED", now_ms, error=EXPIRED_ERROR)
+    row = to_terminal(ctx, job_id, _ACTIVE, JobState.CANCELLED, now_ms, error=EXPIRED_ERROR)
     return row is not None

@@ -24,6 +24,7 @@ from tsumugi.core.schedule import (
     Stall,
     schedule,
 )
+from tsumugi.core.states import JobState
 from tsumugi.core.token_bucket import bucket_from_wire, is_full, refill
 from tsumugi.storage.job_rows import JobRow
 from tsumugi.storage.setting_store import BUCKET, LAST_BLOCKED
@@ -166,13 +167,13 @@ def _apply(
         )
         log_retrying(job, decision.attempts, now_ms, job["run_after"], None)  # ADR-0145: silent too long
     elif isinstance(decision, Stall):  # E9
-        to_terminal(ctx, decision.id, IN_FLIGHT, "STALLED", now_ms, attempts=decision.attempts)
+        to_terminal(ctx, decision.id, IN_FLIGHT, JobState.STALLED, now_ms, attempts=decision.attempts)
     elif isinstance(decision, Fail):  # E8
-        to_terminal(ctx, decision.id, IN_FLIGHT, "FAILED", now_ms, attempts=decision.attempts)
+        to_terminal(ctx, decision.id, IN_FLIGHT, JobState.FAILED, now_ms, attempts=decision.attempts)
     elif isinstance(decision, ConfirmCancel):  # J-135
-        to_terminal(ctx, decision.id, IN_FLIGHT, "CANCELLED", now_ms, attempts=job["attempts"] + 1)
+        to_terminal(ctx, decision.id, IN_FLIGHT, JobState.CANCELLED, now_ms, attempts=job["attempts"] + 1)
     elif isinstance(decision, Expire):  # J-41
-        to_terminal(ctx, decision.id, ("SCHEDULED",), "CANCELLED", now_ms, error=EXPIRED_ERROR)
+        to_terminal(ctx, decision.id, (JobState.SCHEDULED,), JobState.CANCELLED, now_ms, error=EXPIRED_ERROR)
 
 
 def dispatch_message(job: JobRow) -> JsonObject:

@@ -25,7 +25,7 @@ from tsumugi.storage.job_rows import (
     seq_floor,
 )
 from tsumugi.storage.lane_expressions import RowExpression
-from tsumugi.storage.sql_values import integer, optional_integer
+from tsumugi.storage.sql_values import integer, literal_list, optional_integer
 
 # Columns every new job has; the others are mostly NULL and are left out of its INSERT, since binding a
 # parameter costs more than the column's default (ADR-0120).
@@ -94,13 +94,8 @@ class Settle(NamedTuple):
     result: str | None
 
 
-def _sql_list(states: Iterable[str]) -> str:
-    """A fixed ``IN`` list of state literals; the ``job_lane`` partial indexes need literals, not binds."""
-    return "(" + ", ".join(f"'{state}'" for state in states) + ")"
-
-
-_TERMINAL_LIST: Final = _sql_list(sorted(TERMINAL_STATES))
-_ACTIVE_LIST: Final = _sql_list((JobState.SCHEDULED, JobState.QUEUED, JobState.RUNNING))  # ACTIVE_STATES
+_TERMINAL_LIST: Final = literal_list(sorted(TERMINAL_STATES))
+_ACTIVE_LIST: Final = literal_list((JobState.SCHEDULED, JobState.QUEUED, JobState.RUNNING))  # ACTIVE_STATES
 
 
 def _assignments(

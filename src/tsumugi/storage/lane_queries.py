@@ -14,10 +14,11 @@ from tsumugi.core.aging import effective_priority
 from tsumugi.core.states import IN_FLIGHT_STATES
 from tsumugi.ports import SqlExecutor
 from tsumugi.storage.job_rows import JOB_SELECT, JobRow, job_from_row
-from tsumugi.storage.sql_values import integer
+from tsumugi.storage.sql_values import integer, literal_list
 
 PAGE_ROWS: Final = 100  # rows fetched per priority stream per round trip
 _IN_FLIGHT: Final = tuple(sorted(IN_FLIGHT_STATES))  # ("QUEUED", "RUNNING")
+_IN_FLIGHT_LIST: Final = literal_list(_IN_FLIGHT)  # the partial index job_key_in_flight names these literals
 
 
 class LaneQueries:
@@ -132,7 +133,7 @@ class LaneQueries:
         return found
 
     def count_in_flight(self) -> int:
-        rows = self.sql.execute("SELECT count(*) FROM job WHERE state IN ('QUEUED', 'RUNNING')")
+        rows = self.sql.execute(f"SELECT count(*) FROM job WHERE state IN {_IN_FLIGHT_LIST}")
         return integer(rows[0][0])
 
     def key_in_flight(self) -> dict[str, int]:
@@ -140,7 +141,7 @@ class LaneQueries:
         # of the partial index that holds only the keyed ones (ADR-0105).
         rows = self.sql.execute(
             "SELECT concurrency_key, count(*) FROM job INDEXED BY job_key_in_flight "
-            "WHERE concurrency_key IS NOT NULL AND state IN ('QUEUED', 'RUNNING') GROUP BY concurrency_key"
+            f"WHERE concurrency_key IS NOT NULL AND state IN {_IN_FLIGHT_LIST} GROUP BY concurrency_key"
         )
         return {str(k): integer(n) for k, n in rows}
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from tsumugi.core.states import FAILURE_STATES
 from tsumugi.ports import SqlDatabase, SqlValue
 from tsumugi.storage.read_model_schema import TERMINAL_JOB_STATES
+from tsumugi.storage.sql_values import literal_list
 
 HOUR_MS: Final = 3_600_000
 METRICS_DDL: Final[tuple[str, ...]] = (
@@ -25,7 +27,7 @@ INSERT_POINT_SQL: Final = (
 )
 PRUNE_POINTS_SQL: Final = "DELETE FROM tsumugi_metric WHERE at < ?"
 KEPT_HOURS: Final = 720  # the widest window /api/metrics accepts
-_FAILED: Final = "('FAILED', 'STALLED')"
+_FAILED: Final = literal_list(sorted(FAILURE_STATES))  # ('FAILED', 'STALLED')
 
 
 def _int(value: object) -> int:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from tsumugi.core.states import TERMINAL_STATES, JobState
+
 # D-10: the shipped migrations, in name order; the migration check and the files must agree exactly.
 EXPECTED_MIGRATIONS: Final[tuple[str, ...]] = (
     "0001_create_job_read_model.sql",
@@ -89,16 +91,9 @@ RUN_NODE_WAIT_DDL: Final = (
     "PRIMARY KEY (run_id, node_id))"
 )
 
-TERMINAL_JOB_STATES: Final[tuple[str, ...]] = ("COMPLETED", "FAILED", "CANCELLED", "STALLED")
-ALL_JOB_STATES: Final[tuple[str, ...]] = (
-    "SCHEDULED",
-    "QUEUED",
-    "RUNNING",
-    "COMPLETED",
-    "FAILED",
-    "CANCELLED",
-    "STALLED",
-)
+# The job states as plain text in the enum's order (SCHEDULED .. STALLED): bound parameters and labels.
+ALL_JOB_STATES: Final[tuple[str, ...]] = tuple(state.value for state in JobState)
+TERMINAL_JOB_STATES: Final[tuple[str, ...]] = tuple(s for s in ALL_JOB_STATES if s in TERMINAL_STATES)
 
 
 def upsert_sql(table: str, columns: tuple[str, ...], key: tuple[str, ...], frozen: frozenset[str]) -> str:

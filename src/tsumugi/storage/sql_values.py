@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from tsumugi.ports import SqlValue
+
+
+def literal_list(values: Iterable[str]) -> str:
+    """A fixed SQL ``IN`` list of string literals (``('FAILED', 'STALLED')``), for constant state sets.
+
+    A partial index's ``WHERE state IN (...)`` matches only literals, never bound parameters.
+    """
+    return "(" + ", ".join(f"'{value}'" for value in values) + ")"
 
 
 def integer(value: SqlValue) -> int:
