@@ -12,7 +12,7 @@ import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from tsumugi.cli.project_names import worker_name_from
 from tsumugi.core.wrangler_fragments import ConfigFormat
@@ -115,11 +115,11 @@ def jsonc_to_json(text: str) -> str:
     return " ".join(kept)
 
 
-def load_config(config: ProjectConfig) -> dict[str, Any]:
-    """The whole configuration as a dict (JSONC or TOML)."""
+def load_config(config: ProjectConfig) -> dict[str, object]:
+    """The whole configuration as a dict (JSONC or TOML); what its values are is for the reader to check."""
     text = config.path.read_text(encoding="utf-8")
     try:
-        loaded: Any = (
+        loaded: object = (
             tomllib.loads(text) if config.config_format == "toml" else json.loads(jsonc_to_json(text))
         )
     except (ValueError, CommandLineError) as exc:  # tomllib.TOMLDecodeError and JSONDecodeError

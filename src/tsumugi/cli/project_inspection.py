@@ -8,19 +8,21 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tsumugi.application.environment_check import missing_bindings
 from tsumugi.cli.project_config import ProjectConfig, load_config
 from tsumugi.cli.project_entry import EntryFacts, read_entry
+from tsumugi.core.json_types import JsonObject
 from tsumugi.core.wrangler_fragments import ConfigFormat
 from tsumugi.errors import CommandLineError
-from tsumugi.ports import JsonDict, SqlValue
+from tsumugi.ports import SqlValue
 from tsumugi.storage.read_model_migrations import MigrationStatus, read_migration_status
 from tsumugi.storage.read_model_schema import EXPECTED_MIGRATIONS
+
+Config = Mapping[str, object]  # a parsed wrangler file, or one table of it
 
 LOCAL_D1_STATE = ".wrangler/state/v3/d1"  # where wrangler and Miniflare keep local D1 files (PLATFORM.md §2)
 
@@ -36,7 +38,7 @@ class Inspection:
     """Missing bindings in the REST report's shape, then the other checks in the order they ran."""
 
     config_format: ConfigFormat
-    missing: list[JsonDict] = field(default_factory=list)
+    missing: list[JsonObject] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
 
     @property
@@ -47,7 +49,7 @@ class Inspection:
 class _DeclaredBinding:
     """Stands in for a binding the wrangler file declares; a declared service counts as valid."""
 
-    async def perform(self, *_args: Any) -> None:
+    async def perform(self, *_args: object) -> None:
         return None
 
 
@@ -79,14 +81,15 @@ def inspect_project(root: Path, config: ProjectConfig, environ: Mapping[str, str
     return result
 
 
-def _entries(declared: Mapping[str, Any], *path: str) -> list[dict[str, Any]]:
-    value: Any = declared
+def _entries(declared: Config, *path: str) -> list[Config]:
+    """The tables of the array at ``path`` (``durable_objects.bindings``); anything else is no entry."""
+    value: object = declared
     for key in path:
         value = value.get(key, {}) if isinstance(value, Mapping) else {}
     return [entry for entry in value if isinstance(entry, dict)] if isinstance(value, list) else []
 
 
-def declared_binding_names(declared: Mapping[str, Any]) -> list[str]:
+def declared_binding_names(declared: Config) -> list[str]:
     """Every binding name the configuration gives the Worker's ``env``."""
     names = [str(e.get("name")) for e in _entries(declared, "durable_objects", "bindings")]
     for path in (("d1_databases",), ("queues", "producers"), ("analytics_engine_datasets",), ("services",)):
@@ -113,10 +116,13 @@ def syntax_checks(root: Path, module_root: Path) -> list[Check]:
     return checks
 
 
-def durable_object_checks(declared: Mapping[str, Any], exports: frozenset[str], main: str) -> list[Check]:
+def durable_object_checks(declared: Config, exports: frozenset[str], main: str) -> list[Check]:
     """Each local Durable Object class is exported by the entry and created as SQLite-backed."""
     sqlite_classes = {
-        str(name) for m in _entries(declared, "migrations") for name in m.get("new_sqlite_classes", [])
+        str(name)
+        for m in _entries(declared, "migrations")
+        if isinstance(names := m.get("new_sqlite_classes", []), Iterable)
+        for name in names
     }
     checks = []
     for binding in _entries(declared, "durable_objects", "bindings"):
@@ -132,7 +138,7 @@ def durable_object_checks(declared: Mapping[str, Any], exports: frozenset[str], 
     return checks
 
 
-def queue_checks(declared: Mapping[str, Any]) -> list[Check]:
+def queue_checks(declared: Config) -> list[Check]:
     """The Tsumugi queue must also be consumed by this Worker, or no job ever runs."""
     # J-6
     consumed = {str(c.get("queue")) for c in _entries(declared, "queues", "consumers")}
@@ -145,7 +151,7 @@ def queue_checks(declared: Mapping[str, Any]) -> list[Check]:
     return checks
 
 
-def database_checks(root: Path, declared: Mapping[str, Any]) -> list[Check]:
+def database_checks(root: Path, declared: Config) -> list[Check]:
     """TSUMUGI_DB has an id, its migrations directory holds every migration, the local D1 applied them."""
     for database in _entries(declared, "d1_databases"):
         if database.get("binding") == "TSUMUGI_DB":
@@ -153,7 +159,7 @@ def database_checks(root: Path, declared: Mapping[str, Any]) -> list[Check]:
     return []
 
 
-def _database_checks(root: Path, database: Mapping[str, Any]) -> list[Check]:
+def _database_checks(root: Path, database: Config) -> list[Check]:
     name = str(database.get("database_name", "<database>"))
     checks = []
     database_id = str(database.get("database_id", ""))
