@@ -98,6 +98,31 @@ def test_enqueue_json_is_the_created_answer(operator: Tsumugi) -> None:
     assert list(json.loads(outcome.out)) == ["id"] and json.loads(outcome.out)["id"].startswith("Ok#")
 
 
+def test_enqueue_with_a_debounce_key_answers_the_waiting_job(operator: Tsumugi) -> None:
+    # issue 16: debounce from the terminal: the second enqueue goes into the first, still waiting, job
+    first = _enqueue(operator, "Ok", '{"v": 1}', "--debounce-key", "doc:1", "--debounce-ms", HOUR_MS)
+    second = _enqueue(operator, "Ok", '{"v": 2}', "--debounce-key", "doc:1", "--debounce-ms", HOUR_MS)
+    assert second == first
+    answer = json.loads(
+        operator("enqueue", "Ok", '{"v": 3}', "--debounce-key", "doc:1", "--debounce-ms", HOUR_MS, "--json").out
+    )
+    assert (answer["id"], answer["debounced"]) == (first, True)
+    job = _until_state(operator, first, "SCHEDULED")
+    assert json.loads(job["payload"]) == {"v": 3}  # the last payload wins
+    alone = operator("enqueue", "Ok", "{}", "--debounce-key", "doc:2")
+    assert (alone.code, alone.err) == (1, "tsumugi: --debounce-key and --debounce-ms go together\n")
+
+
+def test_enqueue_over_a_dropping_throttle_makes_no_job(operator: Tsumugi) -> None:
+    throttle = ("--throttle-key", "mail:ana", "--throttle-tokens", "1", "--throttle-interval-ms", HOUR_MS)
+    _enqueue(operator, "Ok", "{}", *throttle, "--throttle-on-excess", "drop")
+    dropped = operator("enqueue", "Ok", "{}", *throttle, "--throttle-on-excess", "drop")
+    assert dropped.code == 4 and dropped.out == ""
+    assert dropped.err.startswith("tsumugi: the throttle dropped the job: none was made; the key's next free")
+    partial = operator("enqueue", "Ok", "{}", "--throttle-key", "mail:bo")
+    assert partial.code == 1 and "go together" in partial.err
+
+
 def test_jobs_list_as_a_table_and_as_json(operator: Tsumugi) -> None:
     # filters; A-31: total counts every match, beyond the page
     first = _enqueue(operator, "Ok", "{}", "--concurrency-key", "listed")
