@@ -16,7 +16,10 @@ __all__ = [
     "DEFAULT_BACKOFF_MAX_MS",
     "DEFAULT_CONCURRENCY",
     "DEFAULT_FAILED_RETENTION_MS",
+    "DEFAULT_GUARANTEE",
+    "DEFAULT_MAX_ATTEMPTS",
     "DEFAULT_PER_KEY_CONCURRENCY",
+    "DEFAULT_PRIORITY",
     "DEFAULT_READ_MODEL_RETENTION_MS",
     "DEFAULT_REAPER_GRACE_MS",
     "DEFAULT_SWEEP_AFTER_MS",
@@ -38,8 +41,11 @@ DEFAULT_FAILED_RETENTION_MS: Final = 604_800_000  # 7 d: FAILED/STALLED are the 
 DEFAULT_READ_MODEL_RETENTION_MS: Final = DEFAULT_FAILED_RETENTION_MS
 DEFAULT_SWEEP_LIMIT: Final = 1_000  # rows deleted per read-model sweep run, bounding one cron invocation
 
-# J-110: how long the consumer waits for one attempt when the job names no timeout.
-DEFAULT_TIMEOUT_MS: Final = 60_000
+# The job options an enqueue leaves out (jobs.md, the enqueue options table).
+DEFAULT_PRIORITY: Final = 0  # priorities are relative: 0 is "normal", above runs first, below later
+DEFAULT_MAX_ATTEMPTS: Final = 3  # J-29: attempts including the first: one try and two retries, then FAILED
+DEFAULT_GUARANTEE: Final = "at-least-once"  # J-106: a crash mid-attempt retries rather than loses the job
+DEFAULT_TIMEOUT_MS: Final = 60_000  # J-110: the consumer's wait for one attempt when the job names none
 
 # J-100: the exponential backoff of a job that names none: 1 s, 2 s, 4 s, ... capped at an hour.
 DEFAULT_BACKOFF_BASE_MS: Final = 1_000

@@ -14,7 +14,12 @@ from dataclasses import dataclass, field
 
 from tsumugi.core.aging import effective_priority
 from tsumugi.core.config_policy import Policy
-from tsumugi.core.defaults import DEFAULT_TIMEOUT_MS
+from tsumugi.core.defaults import (
+    DEFAULT_GUARANTEE,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_PRIORITY,
+    DEFAULT_TIMEOUT_MS,
+)
 from tsumugi.core.json_types import JsonObject
 from tsumugi.core.token_bucket import FRESH_BUCKET, Bucket, ms_until_token, refill
 
@@ -27,12 +32,12 @@ class JobView:
 
     id: str
     state: str
-    priority: float = 0
+    priority: float = DEFAULT_PRIORITY
     created_at: int = 0
     run_after: int = 0
     attempts: int = 0
-    max_attempts: int = 3
-    guarantee: str = "at-least-once"
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    guarantee: str = DEFAULT_GUARANTEE
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     concurrency_key: str | None = None
     dispatched_at: int | None = None
