@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tsumugi.coordinator.mutation_result import DONE, INVALID_STATE, REQUESTED, MutationResult
 from tsumugi.errors import UnknownMutationError
 
 from .conftest import START, Harness
@@ -117,3 +118,11 @@ async def test_expire_from_consumer_and_tick(h: Harness) -> None:
     assert await h.state(waiting) == "CANCELLED"
     plain = await h.enqueue()
     assert await h.shard.expire(plain) is False
+
+
+def test_mutation_results_keep_their_wire_form() -> None:
+    # J-131, J-135: the value inside the coordinator, the same dicts at the RPC edge
+    assert DONE.to_wire() == {"ok": True}
+    assert REQUESTED.to_wire() == {"ok": True, "requested": True}
+    assert MutationResult(False, "gone").to_wire() == GONE
+    assert INVALID_STATE.to_wire() == {"ok": False, "reason": "invalid-state"}

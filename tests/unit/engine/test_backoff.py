@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from tsumugi.core.backoff import DEFAULT_BACKOFF, js_round, next_attempt
+from tsumugi.core.backoff import (
+    DEFAULT,
+    DEFAULT_BACKOFF,
+    Exponential,
+    Fixed,
+    backoff_from_wire,
+    js_round,
+    next_attempt,
+)
 
 NOW = 1_000_000
 NO_JITTER = {**DEFAULT_BACKOFF, "jitter": False}
@@ -56,3 +64,12 @@ def test_js_round_is_half_toward_positive_infinity(value: float, rounded: int) -
 def test_fixed_odd_delay_rounds_half_up() -> None:
     # J-101: base 3 with jitter and rand 0 -> 1.5 -> 2
     assert next_attempt(1, 3, {"kind": "fixed", "delayMs": 3, "jitter": True}, NOW, 0.0) == (False, NOW + 2)
+
+
+def test_backoff_decoded_from_the_stored_wire() -> None:
+    # J-100: any kind but fixed is exponential; missing fields take the defaults, a missing jitter is off
+    assert backoff_from_wire(None) == DEFAULT == Exponential(1000, 2, 3_600_000, jitter=True)
+    assert backoff_from_wire(DEFAULT_BACKOFF) == DEFAULT
+    assert backoff_from_wire({"kind": "fixed", "delayMs": 250}) == Fixed(250, jitter=False)
+    assert backoff_from_wire({"kind": "exponential", "baseMs": 10}) == Exponential(10, 2, 3_600_000, False)
+    assert backoff_from_wire({}) == Exponential(jitter=False)

@@ -7,6 +7,10 @@ from collections.abc import Mapping
 from tsumugi.core.backoff import backoff_from_wire
 from tsumugi.core.outcome import (
     RESULT_NOT_STORED,
+    At,
+    Completed,
+    Failed,
+    Never,
     ReportedJob,
     ReportEffect,
     decide_report,
@@ -119,3 +123,15 @@ def test_error_truncated_to_2000() -> None:
     # J-73
     assert truncate_error("e" * 5000) == "e" * 2000
     assert truncate_error(None) is None
+
+
+def test_report_decoded_once_from_the_wire() -> None:
+    # J-119, J-76: the consumer's dict becomes Completed | Failed; a retry is Never | At | None
+    assert outcome_from_wire({"ok": True, "result": {"a": 1}, "attempt": 2}) == Completed({"a": 1}, None, 2)
+    spawns = [{"id": "a", "binding": "MAIL"}]
+    assert outcome_from_wire({"ok": True, "result": None, "spawns": spawns}).spawns == spawns  # type: ignore[union-attr]
+    assert outcome_from_wire({"ok": False, "error": "boom"}) == Failed("boom", None, None)
+    assert outcome_from_wire({"ok": False, "retry": {"kind": "never"}}).retry == Never()  # type: ignore[union-attr]
+    assert outcome_from_wire({"ok": False, "retry": {"kind": "at", "at": 7}}) == Failed(None, At(7), None)
+    assert outcome_from_wire({"ok": False, "retry": {"kind": "later"}}) == Failed(None, None, None)
+    assert outcome_from_wire({"ok": False, "attempt": "2"}).attempt is None  # only an int names an attempt
