@@ -61,14 +61,16 @@ class DispatchQueue(Protocol):
 
     # J-161
 
-    async def send_batch(self, messages: Sequence[JsonDict]) -> None: ...
+    async def send_batch(self, messages: Sequence[JsonObject]) -> None: ...
 
 
 class QueueMessage(Protocol):
     """One delivered queue message (the consumer side)."""
 
     @property
-    def body(self) -> Any: ...
+    def body(self) -> Any:
+        """The message's JSON as the platform delivered it (Any until the consumer reads it through a codec)."""
+        ...
 
     @property
     def attempts(self) -> int: ...
@@ -99,7 +101,7 @@ class ReadModelWriter(Protocol):
 
     # J-192
 
-    async def upsert_jobs(self, snapshots: Sequence[JsonDict]) -> None:
+    async def upsert_jobs(self, snapshots: Sequence[JsonMapping]) -> None:
         """Upsert job snapshots (D1 ``job`` columns), guarded by ``seq``."""
         # J-193
         ...
