@@ -69,7 +69,10 @@ class QueueMessage(Protocol):
 
     @property
     def body(self) -> Any:
-        """The message's JSON as the platform delivered it (Any until the consumer reads it through a codec)."""
+        """The message's JSON as the platform delivered it.
+
+        Any until the consumer reads it through a codec of the dispatch message.
+        """
         ...
 
     @property
