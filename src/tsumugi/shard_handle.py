@@ -7,6 +7,7 @@ add behaviour and forwards every other one to its stub unchanged.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Final, overload
 
@@ -128,8 +129,7 @@ def _forward_to_stub(method: str) -> Callable[..., Coroutine[object, object, obj
     async def forward(self: ShardHandle, *args: object, **kwargs: object) -> object:
         return await getattr(self.stub, method)(*args, **kwargs)
 
-    forward.__name__ = forward.__qualname__ = method
-    return forward
+    return functools.update_wrapper(forward, getattr(ShardRpc, method))  # its name, doc and signature
 
 
 for _method in rpc_method_names(ShardRpc):

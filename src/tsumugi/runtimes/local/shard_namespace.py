@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING
 
@@ -64,8 +65,7 @@ def _serialised(method: str) -> Forwarder:
     async def call(self: SerialShardStub, *args: object, **kwargs: object) -> object:
         return await self._coordinators.call(self.name, method, *args, **kwargs)
 
-    call.__name__ = call.__qualname__ = method
-    return call
+    return functools.update_wrapper(call, getattr(ShardRpc, method))  # its name, doc and signature
 
 
 for _method in rpc_method_names(ShardRpc):
