@@ -6,12 +6,14 @@ The stubs are written against the protocol once: ``client.ShardHandle`` and the 
 
 from __future__ import annotations
 
+import ast
 import inspect
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import tsumugi
 from tsumugi.client import ShardHandle
 from tsumugi.clock import FixedClock
 from tsumugi.coordinator.job_shard import JobShard
@@ -104,3 +106,19 @@ async def test_the_local_stub_calls_the_shard_in_its_turn(
     for method in SHARD_RPCS:
         assert await getattr(stub, method)("a", 1) in ({"method": method}, None)
         assert shard.calls[-1][:2] == (method, ("a", 1))
+
+
+def test_the_durable_object_answers_every_shard_rpc_in_the_protocol_order() -> None:
+    # J-22: the Durable Object class is written by hand (RPC reaches only real methods) and its stubs
+    # pass arguments by position in the protocol's order; it imports js, so its source is read instead.
+    source = Path(tsumugi.__file__).parent / "runtimes" / "cloudflare" / "durable_objects.py"
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    shard = next(
+        node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "TsumugiJobShard"
+    )
+    methods = {node.name: node for node in shard.body if isinstance(node, ast.AsyncFunctionDef)}
+    for method in SHARD_RPCS:
+        assert method in methods, f"TsumugiJobShard.{method}"
+        declared = list(inspect.signature(getattr(ShardRpc, method)).parameters)
+        written = [arg.arg for arg in methods[method].args.args]
+        assert written == declared, method
