@@ -12,6 +12,7 @@ from typing import Final, TypeVar
 
 from tsumugi.clock import Clock
 from tsumugi.coordinator.mutation_result import DONE, GONE, INVALID_STATE, MutationResult
+from tsumugi.coordinator.run_decisions import static_row, text_or_none
 from tsumugi.coordinator.run_ports import RunPeers, RunProjection
 from tsumugi.coordinator.run_spawns import insert_spawns
 from tsumugi.coordinator.run_tick import RunTick
@@ -184,7 +185,7 @@ class RunCoordinator:
                     "deadline_at": None if deadline is None else now + deadline,
                 }
             )
-            nodes = [_static_node(entry, index, now) for index, entry in enumerate(shape)]
+            nodes = [static_row(entry, index, now) for index, entry in enumerate(shape)]
             self.store.insert_nodes(nodes)
             self.snapshot_run()
             self.snapshot_nodes({str(node["id"]) for node in nodes})
@@ -252,7 +253,7 @@ class RunCoordinator:
                 return touched
             touched |= spawned
         error = event.get("error")
-        settled[node.id] = (node.id, state, _result_text(event.get("result")), _text(error))
+        settled[node.id] = (node.id, state, _result_text(event.get("result")), text_or_none(error))
         return touched
 
     async def notify_child(self, node_id: str, child_run_id: str, state: str) -> None:
@@ -375,28 +376,3 @@ def _result_text(result: object) -> str | None:
     """Events carry the result as JSON text; a decoded value is encoded the same way."""
     # F-45
     return result if result is None or isinstance(result, str) else jsonwire.dumps(result)
-
-
-def _text(value: object) -> str | None:
-    """A field that holds text or nothing (an event's error, a shape entry's subflow or trigger)."""
-    return value if value is None or isinstance(value, str) else str(value)
-
-
-def _static_node(entry: JsonMapping, seq: int, now_ms: int) -> dict[str, SqlValue]:
-    """The node row of one entry of the pinned shape (``shape_of``), at run start."""
-    # F-18, F-24
-    return {
-        "id": str(entry["id"]),
-        "binding": str(entry["binding"]),
-        "state": "PENDING",
-        "container": 1 if entry["container"] else 0,
-        "origin": "static",
-        "after": jsonwire.dumps(entry["after"]),
-        "subflow": _text(entry.get("subflow")),
-        "trigger": _text(entry.get("trigger", "success")),
-        "wait_kind": _text(entry.get("wait")),  # ADR-0147
-        "wait_event": _text(entry.get("event")),
-        "seq": seq,
-        "created_at": now_ms,
-        "updated_at": now_ms,
-    }

@@ -33,7 +33,7 @@ from tsumugi.core.flow.results import (
 )
 from tsumugi.core.flow.waits import WaitKind, is_due, wake_at_of
 from tsumugi.core.ids import format_job_id, resolve_shard, shard_name_of
-from tsumugi.core.json_types import JsonValue
+from tsumugi.core.json_types import JsonMapping, JsonValue
 from tsumugi.errors import TsumugiError
 from tsumugi.ports import ShardNamespace, SqlValue
 from tsumugi.storage.run_store import NodeRow, RunRow, RunStore
@@ -312,6 +312,31 @@ def dynamic_row(
         "created_at": now_ms,
         "updated_at": now_ms,
     }
+
+
+def static_row(entry: JsonMapping, seq: int, now_ms: int) -> dict[str, SqlValue]:
+    """The node row of one entry of the pinned shape (``shape_of``), at run start."""
+    # F-18, F-24
+    return {
+        "id": str(entry["id"]),
+        "binding": str(entry["binding"]),
+        "state": "PENDING",
+        "container": 1 if entry["container"] else 0,
+        "origin": "static",
+        "after": jsonwire.dumps(entry["after"]),
+        "subflow": text_or_none(entry.get("subflow")),
+        "trigger": text_or_none(entry.get("trigger", "success")),
+        "wait_kind": text_or_none(entry.get("wait")),  # ADR-0147
+        "wait_event": text_or_none(entry.get("event")),
+        "seq": seq,
+        "created_at": now_ms,
+        "updated_at": now_ms,
+    }
+
+
+def text_or_none(value: object) -> str | None:
+    """A field that holds text or nothing (a shape entry's subflow or trigger, an event's error)."""
+    return value if value is None or isinstance(value, str) else str(value)
 
 
 def _message(exc: BaseException) -> str:

@@ -58,7 +58,7 @@ def enqueue_batch(
     new_ids: set[str] = set()
     fresh_ids = iter(ids.new_local_ids(len(inputs)))
     expired_swept = False
-    given = [given_id for item in inputs if (given_id := text(item, "id")) is not None]
+    given = [job_id for job_id in (text(item, "id") for item in inputs) if job_id is not None]
     held = ctx.jobs.existing(given) if given else set()  # J-38: one read for the batch's given ids
     keyed: KeyedEnqueue | None = None
     note = outcomes.append if outcomes is not None else _ignore

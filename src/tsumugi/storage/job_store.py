@@ -149,9 +149,6 @@ class JobStore:
         rows = self.sql.execute("SELECT state FROM job WHERE id = ?", (job_id,))
         return str(rows[0][0]) if rows else None
 
-    def exists(self, job_id: str) -> bool:
-        return bool(self.sql.execute("SELECT 1 FROM job WHERE id = ?", (job_id,)))
-
     def existing(self, job_ids: list[str]) -> set[str]:
         """Which of ``job_ids`` the shard holds: one statement per chunk of ids."""
         found: set[str] = set()
@@ -292,11 +289,8 @@ class JobStore:
         return changed
 
     def settle_many(self, settled: Sequence[Settle], from_states: Sequence[str], now_ms: int) -> list[JobRow]:
-        """Finish many in-flight jobs, one statement per chunk; the ``REPORT_COLUMNS`` of those that moved.
-
-        A transition as ``update`` writes it (``lane_at`` now, the heartbeat, progress and cancel request
-        cleared); the caller marks the rows (``mark_changed_many``).
-        """
+        """Finish many in-flight jobs as ``update`` would, one statement per chunk; the ``REPORT_COLUMNS``
+        of those that moved, for the caller to mark (``mark_changed_many``)."""
         changed: list[JobRow] = []
         for start in range(0, len(settled), _SETTLE_ROWS):
             part = settled[start : start + _SETTLE_ROWS]
