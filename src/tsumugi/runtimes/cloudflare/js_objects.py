@@ -175,12 +175,6 @@ class RemoteContext(Protocol):
     def spawn(self, id: str, binding: str, payload: JsValue, options: JsValue) -> Awaitable[JsValue]: ...
 
 
-class ExecutionContext(Protocol):
-    """A handler's ``ctx``: ``waitUntil`` keeps work alive after the answer."""
-
-    def waitUntil(self, promise: JsValue) -> None: ...
-
-
 # --------------------------------------------------------------------------- Pyodide's FFI
 class ArrayBufferProxy(Protocol):
     """A ``JsProxy`` of an ArrayBuffer (a BLOB cell), copied out with ``to_bytes``."""
