@@ -2,9 +2,10 @@
 
 ``tsumugi.ports`` holds what the runtimes implement for the engine. These are narrower: what the REST app
 asks of the application that serves it (``tsumugi.application.rest_surface`` fills ``RestOptions`` in), so
-they live with the app rather than in ``ports``. Their implementers match them by shape and need not
-import this module: the auth middlewares beside it, the projection's metrics readers (``MetricsReader``)
-and the local runtime's gauges (``RuntimeGauges``, found through ``RUNTIME_GAUGES_BINDING``).
+they live with the app rather than in ``ports``; the engine (coordinator, consumer, projector) never sees
+them. Their implementers match them by shape without naming them: the auth middlewares beside this
+module, the projection's metrics readers (``MetricsReader``) and the local runtime's gauges
+(``RuntimeGauges``, found in the env under ``RUNTIME_GAUGES_BINDING``).
 
 An ``env`` is whatever the runtime hands a request (a Workers env, a mapping, a namespace): the app only
 passes it on to these callables and reads bindings from it, so it is typed ``object`` here.
@@ -21,7 +22,7 @@ from starlette.responses import Response
 
 from tsumugi.api.shapes import CreateJobRequest
 from tsumugi.clock import Clock, SystemClock
-from tsumugi.core.defaults import DEFAULT_FAILED_RETENTION_MS  # ADR-0156: said once
+from tsumugi.core.defaults import DEFAULT_FAILED_RETENTION_MS  # ADR-0157: said once
 from tsumugi.core.enqueue_keys import EnqueueOutcome
 from tsumugi.core.json_types import JsonMapping, JsonObject, JsonValue
 from tsumugi.ports import ShardNamespace, SqlDatabase
@@ -118,8 +119,8 @@ class RestOptions:
         auth: None means every request answers 404 with ``closed_text`` as its body.
         performers: registered binding names in registration order; None = standalone.
         bindings: per-binding options; a binding not listed gets the defaults.
-        enqueue: ``async (env, wire_input) -> job id``; None -> 501.
-        enqueue_outcome: ``async (env, wire_input) -> EnqueueOutcome``, for an input with a debounce or
+        enqueue: ``async (env, accepted body) -> job id``; None -> 501.
+        enqueue_outcome: ``async (env, accepted body) -> EnqueueOutcome``, for a body with a debounce or
             throttle key, whose answer says whether it debounced or dropped (ADR-0149, ADR-0150).
         flows: registered flow names; empty -> runs 501.
         start_run: ``async (env, flow, input, local_id | None, deadline_ms | None) -> run id``.
