@@ -6,8 +6,8 @@ attempt). The shard reads a report back into ``tsumugi.core.outcome``'s values.
 """
 # J-116, J-119, J-76
 
-from __future__ import annotations
-
+# No postponed annotations here: TypedDict reads NotRequired only from evaluated ones, and the tests read
+# ``__required_keys__``.
 from typing import Literal, NotRequired, Required, TypeAlias, TypedDict
 
 from tsumugi.core.json_types import JsonValue

@@ -1,0 +1,71 @@
+"""The consumer's typed wire shapes against the dicts that really cross the queue and the report RPC.
+
+``tsumugi.execution.messages`` describes the dispatch message and the attempt report as typed dicts; these
+tests hold the dicts the shard and the consumer build to those shapes, key for key (J-116, J-119, J-76).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tsumugi.coordinator.shard_tick import dispatch_message
+from tsumugi.errors import PermanentFailure, RetryAfter
+from tsumugi.execution import outcomes
+from tsumugi.execution.messages import DispatchMessage, FailureReport, SpawnWire, SuccessReport
+from tsumugi.performer import SpawnRequest
+
+
+def _keys_fit(shape: Any, value: dict[str, Any]) -> None:
+    assert set(value) <= set(shape.__annotations__), (shape.__name__, set(value))
+    assert shape.__required_keys__ <= set(value), (shape.__name__, set(value))
+
+
+def test_the_shards_dispatch_message_has_the_fields_the_consumer_reads() -> None:
+    # J-116
+    job = {
+        "id": "MAIL#0:job1",
+        "binding": "MAIL",
+        "attempts": 0,
+        "payload": '{"to":"a@example.com"}',
+        "timeout_ms": 30_000,
+        "guarantee": "at-most-once",
+        "expires_at": None,
+        "traceparent": None,
+    }
+    message = dispatch_message(job)  # type: ignore[arg-type]  # a row with only the fields it reads
+    assert set(message) == set(DispatchMessage.__annotations__)
+    _keys_fit(DispatchMessage, message)
+
+
+def test_a_success_report_is_ok_result_and_the_optional_spawns_and_attempt() -> None:
+    # J-119
+    _keys_fit(SuccessReport, dict(outcomes.success({"sent": True}, (), None)))
+    spawned = SpawnRequest(id="child", binding="SMS", payload={"n": 1}, options={"max_attempts": 2})
+    report = outcomes.success(None, (spawned,), 3, {"SMS": {"priority": 5}})
+    _keys_fit(SuccessReport, dict(report))
+    assert report["spawns"] == [
+        {"id": "child", "binding": "SMS", "payload": {"n": 1}, "options": {"priority": 5, "maxAttempts": 2}}
+    ]
+    _keys_fit(SpawnWire, dict(report["spawns"][0]))
+
+
+@pytest.mark.parametrize(
+    ("error", "retry"),
+    [
+        (ValueError("boom"), None),
+        (PermanentFailure("no"), {"kind": "never"}),
+        (RetryAfter("later", at=5_000), {"kind": "at", "at": 5_000}),
+        (RetryAfter("later", delay_ms=250), {"kind": "at", "at": 1_250}),
+    ],
+)
+def test_a_failure_report_is_ok_false_an_error_and_the_optional_retry(
+    error: BaseException, retry: dict[str, Any] | None
+) -> None:
+    # J-76
+    report = outcomes.failure(error, 2, 1_000)
+    _keys_fit(FailureReport, dict(report))
+    assert report.get("retry") == retry
+    assert report["attempt"] == 2
+    _keys_fit(FailureReport, dict(outcomes.not_found("MAIL", None)))
