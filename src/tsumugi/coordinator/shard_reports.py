@@ -20,7 +20,6 @@ from tsumugi.core.json_types import JsonObject
 from tsumugi.core.outcome import (
     AttemptOutcome,
     Completed,
-    ReportedJob,
     ReportEffect,
     decide_report,
     is_stale,
@@ -63,7 +62,8 @@ def apply_reports(
             continue
         # Only a failure reads the backoff (a retry's delay); a plain job's success never does.
         needs_backoff = not isinstance(outcome, Completed) or job["run_id"] is not None
-        effect = decide_report(_reported(job, with_backoff=needs_backoff), outcome, now_ms, ctx.rand())
+        backoff = _backoff(job["backoff"]) if needs_backoff else DEFAULT
+        effect = decide_report(job, outcome, now_ms, ctx.rand(), backoff)
         if effect is None:
             continue
         spawning = isinstance(outcome, Completed) and job["run_id"] is not None and bool(outcome.spawns)
@@ -114,7 +114,7 @@ def apply_report(
         job = ctx.jobs.get(job_id)
     if job is None:
         return None
-    effect = decide_report(_reported(job, with_backoff=True), outcome, now_ms, ctx.rand())
+    effect = decide_report(job, outcome, now_ms, ctx.rand(), _backoff(job["backoff"]))
     if effect is None:
         return None
     if effect.log_state is not None:  # J-95: before the transition, so the same snapshot carries it
@@ -161,7 +161,7 @@ def apply_heartbeat(
         return {"ok": False, "cancelRequested": False}
     if job["state"] == "CANCELLED":  # the performer should stop: the job is gone for good
         return {"ok": False, "cancelRequested": True}
-    if job["state"] not in IN_FLIGHT or is_stale(_reported(job), attempt):
+    if job["state"] not in IN_FLIGHT or is_stale(job, attempt):
         return {"ok": False, "cancelRequested": False}
     assignments: Assignments = {
         "heartbeat_at": now_ms,
@@ -172,17 +172,6 @@ def apply_heartbeat(
         assignments["progress"] = value
     ctx.jobs.update(job_id, IN_FLIGHT, now_ms, assignments, transition=False)
     return {"ok": True, "cancelRequested": job["cancel_requested_at"] is not None}
-
-
-def _reported(job: JobRow, *, with_backoff: bool = False) -> ReportedJob:
-    return ReportedJob(
-        state=job["state"],
-        attempts=job["attempts"],
-        max_attempts=job["max_attempts"],
-        backoff=_backoff(job["backoff"]) if with_backoff else DEFAULT,
-        run_id=job["run_id"],
-        cancel_requested_at=job["cancel_requested_at"],
-    )
 
 
 @lru_cache(maxsize=64)  # a shard's jobs share a handful of backoffs, most the default: decode each once

@@ -8,27 +8,29 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias, TypedDict
 
 from tsumugi.core import jsonwire
 from tsumugi.core.backoff import DEFAULT, RetryBackoff, next_retry
-from tsumugi.core.states import IN_FLIGHT_STATES
+from tsumugi.core.states import IN_FLIGHT_STATES, JobStateName
 
 RESULT_LIMIT: Final = 8192  # J-71: UTF-16 code units of the stored result JSON
 ERROR_LIMIT: Final = 2000  # J-73: characters of error text kept
 RESULT_NOT_STORED: Final = "cannot store the result (over 8192 chars or not serializable)"  # J-72
 
 
-@dataclass(frozen=True, slots=True)
-class ReportedJob:
-    """The fields of an in-flight job that decide a report's effect."""
+class ReportedJob(TypedDict):
+    """The fields of an in-flight job that decide a report's effect.
 
-    state: str
+    A plain dict: the shard's job row has every one of them, so it is passed as it was read, with no
+    value built per report.
+    """
+
+    state: JobStateName
     attempts: int
     max_attempts: int
-    backoff: RetryBackoff = DEFAULT
-    run_id: str | None = None
-    cancel_requested_at: int | None = None
+    run_id: str | None
+    cancel_requested_at: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,19 +129,24 @@ def truncate_error(error: object) -> str | None:
 
 def is_stale(job: ReportedJob, reported_attempt: object) -> bool:
     """A report naming another attempt than the one in flight is stale (ADR-0046)."""
-    return isinstance(reported_attempt, int) and reported_attempt != job.attempts + 1
+    return isinstance(reported_attempt, int) and reported_attempt != job["attempts"] + 1
 
 
-def decide_report(job: ReportedJob, outcome: AttemptOutcome, now_ms: int, rand: float) -> ReportEffect | None:
-    """The effect of ``outcome`` on ``job``, or None when the report is ignored (ADR-0046)."""
+def decide_report(
+    job: ReportedJob, outcome: AttemptOutcome, now_ms: int, rand: float, backoff: RetryBackoff = DEFAULT
+) -> ReportEffect | None:
+    """The effect of ``outcome`` on ``job``, or None when the report is ignored (ADR-0046).
+
+    ``backoff`` is the job's; only a failure with attempts left reads it.
+    """
     # J-115
-    if job.state not in IN_FLIGHT_STATES or is_stale(job, outcome.attempt):
+    if job["state"] not in IN_FLIGHT_STATES or is_stale(job, outcome.attempt):
         return None
-    attempts = job.attempts + 1  # J-93: a reported attempt is finished
+    attempts = job["attempts"] + 1  # J-93: a reported attempt is finished
     match outcome:
         case Completed(result=result):
             text, stored = encode_result(result)
-            if stored or job.run_id is None:
+            if stored or job["run_id"] is None:
                 log: Literal["COMPLETED"] | None = "COMPLETED" if attempts > 1 else None  # J-95
                 return ReportEffect("COMPLETED", attempts, result=text, log_state=log)
             error: object = RESULT_NOT_STORED  # J-72: a flow node's result must be stored: a failure
@@ -147,11 +154,11 @@ def decide_report(job: ReportedJob, outcome: AttemptOutcome, now_ms: int, rand: 
         case Failed(error=error, retry=retry):
             pass
     error_text = truncate_error(error)
-    if job.cancel_requested_at is not None:  # J-135: a failure after the request is not retried
+    if job["cancel_requested_at"] is not None:  # J-135: a failure after the request is not retried
         return ReportEffect("CANCELLED", attempts, error=error_text, log_state="FAILED")
     if isinstance(retry, Never):  # J-76: permanent failure
         return ReportEffect("FAILED", attempts, error=error_text, log_state="FAILED")
-    planned = next_retry(attempts, job.max_attempts, job.backoff, now_ms, rand)
+    planned = next_retry(attempts, job["max_attempts"], backoff, now_ms, rand)
     if planned.exhausted:
         return ReportEffect("FAILED", attempts, error=error_text, log_state="FAILED")
     run_after = retry.at_ms if isinstance(retry, At) else planned.run_after  # J-76: its own retry time
