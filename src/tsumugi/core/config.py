@@ -108,7 +108,7 @@ _BACKOFF_KEYS: Final = (
 )
 
 
-def backoff_from(value: Backoff | Mapping[str, object]) -> Backoff:
+def backoff_from(value: object) -> Backoff:
     """A backoff from an object or a mapping with ``kind`` (snake_case or camelCase fields)."""
     if isinstance(value, FixedBackoff | ExponentialBackoff):
         return value

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias, TypeVar
+from typing import Final, TypeAlias, TypeVar
 
 from tsumugi.core.config_checks import (
     check_bool,
@@ -35,6 +35,7 @@ from tsumugi.errors import InvalidConfigError
 __all__ = ["OnSettled", "Override", "Policy", "Rate", "policy_from", "rate_from"]
 
 _T = TypeVar("_T")
+_NUMBER_TYPES: Final = (int, float)  # a tuple: ``int | float`` builds a union object at every call
 Override: TypeAlias = Mapping[str, _T] | Callable[[str], _T | None]
 
 
@@ -48,7 +49,7 @@ class Rate:
     interval_ms: float
 
     def __post_init__(self) -> None:
-        if isinstance(self.tokens, bool) or not isinstance(self.tokens, int | float):
+        if isinstance(self.tokens, bool) or not isinstance(self.tokens, _NUMBER_TYPES):
             raise InvalidConfigError(f"rate.tokens must be a number, got {self.tokens!r}")
         if not math.isfinite(self.tokens) or self.tokens < 0:
             raise InvalidConfigError(f"rate.tokens must be a finite number >= 0, got {self.tokens!r}")

@@ -273,18 +273,19 @@ def _guarantee(name: str, value: object) -> object:
 
 
 _BACKOFF_DURATIONS: Final = ("delayMs", "baseMs", "maxMs")
+_NUMBER_TYPES: Final = (int, float)  # a tuple: ``int | float`` builds a union object at every call
 
 
 def _backoff(name: str, value: object) -> JsonObject:
-    if not isinstance(value, FixedBackoff | ExponentialBackoff | Mapping):
-        raise EnqueueError(f"backoff must be FixedBackoff, ExponentialBackoff or a mapping, got {value!r}")
     try:
         wire = backoff_from(value).to_wire()
     except InvalidConfigError as error:
         raise EnqueueError(str(error)) from None
     # ADR-0133: a retry lands at now + the delay, which must stay an instant.
     return {
-        key: min(item, MAX_DURATION_MS) if key in _BACKOFF_DURATIONS and is_number(item) else item
+        key: min(item, MAX_DURATION_MS)
+        if key in _BACKOFF_DURATIONS and isinstance(item, _NUMBER_TYPES)
+        else item
         for key, item in wire.items()
     }
 

@@ -38,6 +38,7 @@ __all__ = [
 ]
 
 NOTICE_STATES: Final = frozenset({"COMPLETED", "FAILED", "CANCELLED", "STALLED"})
+_INT_INPUTS: Final = (int, float, str)  # a tuple: ``int | float | str`` builds a union object at every call
 
 # Fields where null means "the default"; agingIntervalMs is not one of them (null disables aging).
 _PLAIN_FIELDS: Final[Mapping[str, tuple[str, JsonValue]]] = {
@@ -136,7 +137,7 @@ class ShardSettings:
 def _retention_ms(value: JsonValue, default: int) -> int:
     if value is None:
         return default
-    if isinstance(value, int | float | str):  # what int() takes, as before the wire was typed
+    if isinstance(value, _INT_INPUTS):  # what int() takes, as before the wire was typed
         return int(value)
     raise TypeError(f"a retention must be a number of milliseconds, got {value!r}")
 

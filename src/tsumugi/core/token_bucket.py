@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
 from tsumugi.core.config_policy import Rate
 from tsumugi.core.json_types import JsonObject
@@ -23,6 +24,7 @@ class Bucket:
 
 
 FRESH_BUCKET = Bucket()
+_FLOAT_INPUTS: Final = (int, float, str)  # a tuple: ``int | float | str`` builds a union object per call
 
 
 def bucket_from_wire(wire: Mapping[str, object] | None) -> Bucket:
@@ -30,7 +32,7 @@ def bucket_from_wire(wire: Mapping[str, object] | None) -> Bucket:
     if not wire:
         return FRESH_BUCKET
     tokens, refilled_at = wire["tokens"], wire.get("refilledAt")
-    if not isinstance(tokens, int | float | str):  # what float() reads
+    if not isinstance(tokens, _FLOAT_INPUTS):  # what float() reads
         raise TypeError(f"a stored bucket needs a number of tokens, got {tokens!r}")
     if refilled_at is not None and not isinstance(refilled_at, int):
         if not isinstance(refilled_at, float):
