@@ -72,7 +72,7 @@ def schedule(
 
 
 def _shard_policy(policy: Policy | ShardPolicy | Mapping[str, object] | None) -> ShardPolicy:
-    converted = policy_from(policy)  # ADR-0156: the shard reads the same Policy class users build
+    converted = policy_from(policy)  # ADR-0157: the shard reads the same Policy class users build
     if converted is None:
         return ShardPolicy()
     # A function override has no enqueued keys to be resolved for here, so it goes, as on the wire.
