@@ -96,6 +96,9 @@ def test_reschedule_takes_an_id_or_all_matching_with_a_filter(operator: Tsumugi)
     both = operator("jobs", "reschedule", "some-id", "--all-matching", "--binding", "Ok", "--delay-ms", "0")
     assert (both.code, both.err) == (1, "tsumugi: --all-matching takes a filter, not a job id\n")
     filtered = operator("jobs", "reschedule", "--binding", "Ok", "--delay-ms", "0")
-    assert (filtered.code, filtered.err) == (1, "tsumugi: a filter needs --all-matching; otherwise give one id\n")
+    assert (filtered.code, filtered.err) == (
+        1,
+        "tsumugi: a filter needs --all-matching; otherwise give one id\n",
+    )
     neither = operator("jobs", "reschedule", "--delay-ms", "0")
     assert (neither.code, neither.err) == (1, "tsumugi: name the job, or give --all-matching and a filter\n")

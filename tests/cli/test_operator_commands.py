@@ -104,7 +104,9 @@ def test_enqueue_with_a_debounce_key_answers_the_waiting_job(operator: Tsumugi) 
     second = _enqueue(operator, "Ok", '{"v": 2}', "--debounce-key", "doc:1", "--debounce-ms", HOUR_MS)
     assert second == first
     answer = json.loads(
-        operator("enqueue", "Ok", '{"v": 3}', "--debounce-key", "doc:1", "--debounce-ms", HOUR_MS, "--json").out
+        operator(
+            "enqueue", "Ok", '{"v": 3}', "--debounce-key", "doc:1", "--debounce-ms", HOUR_MS, "--json"
+        ).out
     )
     assert (answer["id"], answer["debounced"]) == (first, True)
     job = _until_state(operator, first, "SCHEDULED")
