@@ -17,7 +17,9 @@ Refusal: TypeAlias = Literal["invalid-state", "gone"]
 
 @dataclass(frozen=True, slots=True)
 class MutationResult:
-    """``ok``, or why not; ``requested``: a cancel of a job in flight was only asked for (J-135)."""
+    """``ok``, or why not; ``requested``: a cancel of a job in flight was only asked for."""
+
+    # J-135
 
     ok: bool
     reason: Refusal | None = None
