@@ -7,14 +7,19 @@ import math
 from dataclasses import dataclass
 from typing import Final, NamedTuple, TypeAlias
 
+from tsumugi.core.defaults import (  # ADR-0157: said once
+    DEFAULT_BACKOFF_BASE_MS,
+    DEFAULT_BACKOFF_FACTOR,
+    DEFAULT_BACKOFF_MAX_MS,
+)
 from tsumugi.core.json_types import JsonMapping, JsonObject
 
 # J-100: the default when an enqueue gives no backoff.
 DEFAULT_BACKOFF: Final[JsonObject] = {
     "kind": "exponential",
-    "baseMs": 1000,
-    "factor": 2,
-    "maxMs": 3_600_000,
+    "baseMs": DEFAULT_BACKOFF_BASE_MS,
+    "factor": DEFAULT_BACKOFF_FACTOR,
+    "maxMs": DEFAULT_BACKOFF_MAX_MS,
     "jitter": True,
 }
 
@@ -31,9 +36,9 @@ class Fixed:
 class Exponential:
     """``min(base_ms * factor ** (attempts - 1), max_ms)``."""
 
-    base_ms: float = 1000
-    factor: float = 2
-    max_ms: float = 3_600_000
+    base_ms: float = DEFAULT_BACKOFF_BASE_MS
+    factor: float = DEFAULT_BACKOFF_FACTOR
+    max_ms: float = DEFAULT_BACKOFF_MAX_MS
     jitter: bool = False
 
 
@@ -58,7 +63,10 @@ def backoff_from_wire(wire: JsonMapping | None) -> RetryBackoff:
     if wire.get("kind") == "fixed":
         return Fixed(_number(wire, "delayMs", 0), jitter)
     return Exponential(
-        _number(wire, "baseMs", 1000), _number(wire, "factor", 2), _number(wire, "maxMs", 3_600_000), jitter
+        _number(wire, "baseMs", DEFAULT_BACKOFF_BASE_MS),
+        _number(wire, "factor", DEFAULT_BACKOFF_FACTOR),
+        _number(wire, "maxMs", DEFAULT_BACKOFF_MAX_MS),
+        jitter,
     )
 
 
