@@ -1,10 +1,18 @@
-"""Protocols that runtimes implement and the engine is written against.
+"""Protocols the runtimes implement and the engine is written against.
 
-One engine runs on both runtimes (STYLE.md): the coordinator, the consumer, the projector and the REST
-API see only these protocols. ``runtimes/local`` implements them with sqlite3 files and asyncio;
-``runtimes/cloudflare`` with Durable Object storage, Queues and D1.
+One engine runs on both runtimes (STYLE.md): shard-local SQL (``SqlExecutor``), the alarm, the dispatch
+queue, the read model's database and writer, and the coordinators' RPC surfaces are reached only through
+these protocols. ``runtimes/local`` implements them with sqlite3 files and asyncio; ``runtimes/cloudflare``
+with Durable Object storage, Queues and D1.
 
-Wire shapes (dicts passed across these ports) keep the original camelCase keys.
+They are not the only protocols engine code sees. Narrower ones live beside the code that asks for them:
+a run's peers and run projection (``coordinator/run_ports.py``), the shard's metrics writer
+(``coordinator/shard_context.py``), what the REST app asks of the application serving it
+(``api/options.py``), and ``clock.Clock``. Those are implemented by engine or application code, or by a
+runtime that matches them by shape.
+
+``ShardRpc`` is the job shard's RPC surface, declared once: generic stubs install one forwarder per name
+``rpc_method_names`` lists. Wire shapes (dicts passed across these ports) keep the original camelCase keys.
 """
 # J-1
 
@@ -161,7 +169,7 @@ class ShardRpc(Protocol):
         priority: float | None = None,
     ) -> JsonObject: ...
 
-    async def mutate_many(self, action: str, job_ids: Sequence[str]) -> JsonDict: ...
+    async def mutate_many(self, action: str, job_ids: Sequence[str]) -> JsonObject: ...
 
     async def configure(self, settings: JsonMapping) -> JsonObject: ...
 
@@ -172,7 +180,7 @@ class ShardRpc(Protocol):
 
     async def reset_policy(self, settings: JsonMapping | None = None) -> JsonObject: ...
 
-    async def diagnostics(self) -> JsonDict: ...
+    async def diagnostics(self) -> JsonObject: ...
 
     async def state_of(self, job_id: str) -> str | None: ...
 

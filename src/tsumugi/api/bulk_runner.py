@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Final
 
+from tsumugi.api.bulk_answers import counted
 from tsumugi.api.validation import BULK_MAX_IDS
 from tsumugi.api.wire import BodyError, is_finite_number
 from tsumugi.core.ids import parse_job_id
@@ -177,5 +178,5 @@ async def _apply(
     results = await asyncio.gather(
         *(shards.get(name).mutate_many(record.action, group) for name, group in groups.items())
     )
-    ok = sum(len(result.get("ok", [])) for result in results)
-    return ok, refused + sum(len(result.get("failed", [])) for result in results)
+    counts = [counted(answer) for answer in results]
+    return sum(ok for ok, _ in counts), refused + sum(failed for _, failed in counts)

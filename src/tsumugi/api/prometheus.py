@@ -37,6 +37,7 @@ from tsumugi.api.prometheus_reads import (
     counts_by,
 )
 from tsumugi.api.wire import error_response
+from tsumugi.core.json_types import JsonMapping
 from tsumugi.storage.read_model_schema import ALL_JOB_STATES, TERMINAL_JOB_STATES
 
 if TYPE_CHECKING:
@@ -110,8 +111,14 @@ class PrometheusEndpoint:
             runs=_filled(await counts_by(db, RUNS_SQL, "flow"), options.flows, RUN_STATES),
             settled=dict(sorted({**zeros, **settled}.items())),
             queue_depth=runtime.queue_depth(),
-            blocked={name: answer.get("blocked") or {} for name, answer in zip(names, answers, strict=True)},
+            blocked={name: _blocked(answer) for name, answer in zip(names, answers, strict=True)},
         )
+
+
+def _blocked(diagnostics: JsonMapping) -> JsonMapping:
+    """The shard's ``blocked`` flags from its diagnostics; none when it sent none."""
+    blocked = diagnostics.get("blocked")
+    return blocked if isinstance(blocked, dict) else {}
 
 
 def exposition(scrape: Scrape) -> bytes:

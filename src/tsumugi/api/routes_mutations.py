@@ -9,6 +9,7 @@ from typing import Final
 
 from starlette.responses import Response
 
+from tsumugi.api.bulk_answers import changed_ids, refusals
 from tsumugi.api.context import RequestContext
 from tsumugi.api.shapes import BulkFailure, BulkResult, Created, Debounced, Dropped
 from tsumugi.api.validation import BulkSelection, validate_bulk, validate_create_job, validate_reschedule
@@ -160,10 +161,8 @@ async def _bulk(ctx: RequestContext, action: str) -> Response:
     results = await asyncio.gather(
         *(ctx.shards.get(name).mutate_many(action, group) for name, group in groups.items())
     )
-    ok = [job_id for r in results for job_id in r.get("ok", [])]
-    failed: list[BulkFailure] = [
-        {"id": f["id"], "reason": f["reason"]} for r in results for f in r.get("failed", [])
-    ]
+    ok = [job_id for answer in results for job_id in changed_ids(answer)]
+    failed = [refusal for answer in results for refusal in refusals(answer)]
     body: BulkResult = {"ok": ok, "failed": failed + invalid, "remaining": remaining}
     return json_response(body)
 
