@@ -22,6 +22,7 @@ from tsumugi.storage.job_store import Assignments
 
 IN_FLIGHT: Final = tuple(sorted(IN_FLIGHT_STATES))  # ("QUEUED", "RUNNING")
 _FROM_SCHEDULED: Final = (JobState.SCHEDULED,)
+_ID_STATE: Final = ("id", "state")  # what marking a moved row reads of it
 
 
 def _checked(from_states: Iterable[str], to_state: str) -> tuple[str, ...]:
@@ -88,10 +89,14 @@ def to_queued(ctx: ShardContext, job_id: str, now_ms: int) -> JobRow | None:
     return row
 
 
-def to_queued_many(ctx: ShardContext, job_ids: list[str], now_ms: int) -> dict[str, JobRow]:
-    """``to_queued`` for a tick's dispatches, in one statement per chunk; the rows that moved, by id."""
-    rows = ctx.jobs.update_many(
-        job_ids,
+def to_queued_many(ctx: ShardContext, jobs: list[JobRow], now_ms: int) -> list[JobRow]:
+    """``to_queued`` for a tick's dispatches, in one statement per chunk.
+
+    ``jobs`` are the rows as read in this transaction; returns those that moved, in their order, as they
+    were read (the statement returns only ids, ADR-0158).
+    """
+    moved = ctx.jobs.update_many(
+        [job["id"] for job in jobs],
         _FROM_SCHEDULED,
         now_ms,
         {
@@ -100,10 +105,12 @@ def to_queued_many(ctx: ShardContext, job_ids: list[str], now_ms: int) -> dict[s
             "dispatched_at": now_ms,
             "lane_at": lanes.silence_ends_after(now_ms),
         },
+        _ID_STATE,
     )
-    if rows and telemetry.active is not None:  # ADR-0143: queue lag, from run_after to the dispatch
-        telemetry.active.jobs_dispatched(ctx.binding, [now_ms - row["run_after"] for row in rows.values()])
-    return rows
+    queued = [job for job in jobs if job["id"] in moved]
+    if queued and telemetry.active is not None:  # ADR-0143: queue lag, from run_after to the dispatch
+        telemetry.active.jobs_dispatched(ctx.binding, [now_ms - job["run_after"] for job in queued])
+    return queued
 
 
 def to_running(ctx: ShardContext, job_id: str, now_ms: int) -> JobRow | None:

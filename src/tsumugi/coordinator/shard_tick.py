@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, NamedTuple
 
 from tsumugi.coordinator.job_transitions import IN_FLIGHT, to_queued_many, to_scheduled, to_terminal
 from tsumugi.coordinator.lifecycle_log import log_dispatched, log_retrying, log_tick
@@ -18,8 +19,8 @@ from tsumugi.core.schedule import (
     Dispatch,
     Expire,
     Fail,
-    JobView,
     Reap,
+    SchedulableJob,
     ScheduleResult,
     Stall,
     schedule,
@@ -42,23 +43,34 @@ class TickPlan:
     rerun: bool = False
 
 
-def view_of(job: JobRow) -> JobView:
-    return JobView(
-        id=job["id"],
-        state=job["state"],
-        priority=job["priority"],
-        created_at=job["created_at"],
-        run_after=job["run_after"],
-        attempts=job["attempts"],
-        max_attempts=job["max_attempts"],
-        guarantee=job["guarantee"],
-        timeout_ms=job["timeout_ms"],
-        concurrency_key=job["concurrency_key"],
-        dispatched_at=job["dispatched_at"],
-        heartbeat_at=job["heartbeat_at"],
-        cancel_requested_at=job["cancel_requested_at"],
-        expires_at=job["expires_at"],
-    )
+class _View(NamedTuple):
+    """What ``schedule`` reads of a row (``SchedulableJob``): a tuple, built in C from the row's dict."""
+
+    id: str
+    state: str
+    priority: float
+    created_at: int
+    run_after: int
+    attempts: int
+    max_attempts: int
+    guarantee: str
+    timeout_ms: int
+    concurrency_key: str | None
+    dispatched_at: int | None
+    heartbeat_at: int | None
+    cancel_requested_at: int | None
+    expires_at: int | None
+
+
+_view_values: Final = operator.itemgetter(*_View._fields)
+_make_view: Final = _View._make
+
+
+def view_of(job: JobRow) -> SchedulableJob:
+    """The scheduler's view of a row; a tuple rather than a ``JobView``, a frozen dataclass that costs
+    several times as much to build, once per candidate per tick."""
+    view: _View = _make_view(_view_values(job))
+    return view
 
 
 def plan_tick(ctx: ShardContext, now_ms: int) -> TickPlan:
@@ -97,10 +109,12 @@ def plan_tick(ctx: ShardContext, now_ms: int) -> TickPlan:
             dispatches.append(decision.id)  # disjoint from the in-flight rows the others act on
         else:
             _apply(ctx, decision, rows, now_ms, plan)
-    queued = to_queued_many(ctx, dispatches, now_ms)  # J-161: QUEUED before the send
-    plan.messages = [dispatch_message(queued[job_id]) for job_id in dispatches if job_id in queued]
+    # J-161: QUEUED before the send. QUEUED changes none of the columns a message, the log line or the
+    # queue lag read, so they come from the rows read above, in this transaction.
+    queued = to_queued_many(ctx, [rows[job_id] for job_id in dispatches], now_ms)
+    plan.messages = [dispatch_message(job) for job in queued]
     dispatched = len(plan.messages)
-    log_dispatched(queued[job_id] for job_id in dispatches if job_id in queued)  # ADR-0145
+    log_dispatched(queued)  # ADR-0145
     plan.rerun = (  # J-163: bounded work left over runs in the next tick, at once
         promoted >= PROMOTE_LIMIT
         or len(due) >= TICK_ROWS

@@ -7,21 +7,21 @@ import operator
 from typing import Final, TypeAlias
 
 from tsumugi.core import jsonwire
-from tsumugi.core.json_types import JsonScalar
 from tsumugi.storage.attempt_log import AttemptEntry
 from tsumugi.storage.job_rows import JobRow
 from tsumugi.storage.read_model_schema import JOB_COLUMNS
+from tsumugi.storage.read_model_writer import ScalarSnapshot
 
 # The D1 `job` columns copied from the shard row; `seq` and `attempts_log` are derived (J-193).
 SNAPSHOT_COLUMNS: Final = tuple(column for column in JOB_COLUMNS if column not in ("seq", "attempts_log"))
 _snapshot_values = operator.itemgetter(*SNAPSHOT_COLUMNS)  # in C
-JobSnapshot: TypeAlias = dict[str, JsonScalar]  # one D1 `job` row by column
+JobSnapshot: TypeAlias = ScalarSnapshot  # one D1 `job` row by column, values as SQLite gave them
 
 
 def snapshot(job: JobRow, attempts_log: list[AttemptEntry]) -> JobSnapshot:
     """One D1 row; ``seq`` is the job's version, so replays never regress a row (ADR-0042)."""
     # J-192
-    out: JobSnapshot = dict(zip(SNAPSHOT_COLUMNS, _snapshot_values(job), strict=True))
+    out = ScalarSnapshot(zip(SNAPSHOT_COLUMNS, _snapshot_values(job), strict=True))
     out["seq"] = job["version"]
     out["attempts_log"] = jsonwire.dumps(attempts_log) if attempts_log else None  # J-192: empty -> NULL
     return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from tsumugi.core.aging import effective_priority
 from tsumugi.core.config_policy import Policy
@@ -44,6 +45,42 @@ class JobView:
     heartbeat_at: int | None = None
     cancel_requested_at: int | None = None
     expires_at: int | None = None
+
+
+class SchedulableJob(Protocol):
+    """What ``schedule`` reads of a job: a ``JobView``, or any object with the same read-only fields.
+
+    The shard passes rows of its own shape (a named tuple per row) rather than building a ``JobView``.
+    """
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def priority(self) -> float: ...
+    @property
+    def created_at(self) -> int: ...
+    @property
+    def run_after(self) -> int: ...
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def max_attempts(self) -> int: ...
+    @property
+    def guarantee(self) -> str: ...
+    @property
+    def timeout_ms(self) -> int: ...
+    @property
+    def concurrency_key(self) -> str | None: ...
+    @property
+    def dispatched_at(self) -> int | None: ...
+    @property
+    def heartbeat_at(self) -> int | None: ...
+    @property
+    def cancel_requested_at(self) -> int | None: ...
+    @property
+    def expires_at(self) -> int | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +167,7 @@ class ScheduleResult:
     blocked: Blocked = Blocked()
 
 
-def silence_deadline(job: JobView, reaper_grace_ms: int) -> int:
+def silence_deadline(job: SchedulableJob, reaper_grace_ms: int) -> int:
     """When the reaper acts on an in-flight job, or earlier after a cancel request."""
     # J-111, J-135
     dispatched_at = job.dispatched_at if job.dispatched_at is not None else job.created_at
@@ -141,7 +178,7 @@ def silence_deadline(job: JobView, reaper_grace_ms: int) -> int:
     return deadline
 
 
-def reaper_decision(job: JobView) -> Decision:
+def reaper_decision(job: SchedulableJob) -> Decision:
     """What the reaper does with a silent attempt; it counts as finished (ADR-0045)."""
     if job.cancel_requested_at is not None:
         return ConfirmCancel(job.id)
@@ -160,7 +197,7 @@ def _earliest(*values: int | None) -> int | None:
 
 def schedule(
     now_ms: int,
-    jobs: Sequence[JobView],
+    jobs: Sequence[SchedulableJob],
     policy: Policy,
     bucket: Bucket = FRESH_BUCKET,
     key_buckets: Mapping[str, Bucket] | None = None,
@@ -175,7 +212,7 @@ def schedule(
     key_in_flight: dict[str, int] = dict(uncounted_key_in_flight or {})
     next_deadline: int | None = None
     next_run_after: int | None = None
-    ready: list[JobView] = []
+    ready: list[SchedulableJob] = []
     for job in jobs:
         if job.state in ("QUEUED", "RUNNING"):
             deadline = silence_deadline(job, grace)
@@ -246,7 +283,7 @@ class _Walk:
         if wait_ms is not None:
             self.token_wake_at = _earliest(self.token_wake_at, self.now_ms + wait_ms)
 
-    def run(self, ready: list[JobView]) -> list[Decision]:
+    def run(self, ready: list[SchedulableJob]) -> list[Decision]:
         ready.sort(key=lambda j: candidate_order(j, self.now_ms, self.policy.aging_interval_ms))
         out: list[Decision] = [Expire(j.id) for j in ready if _expired(j, self.now_ms)]
         candidates = [j for j in ready if not _expired(j, self.now_ms)]
@@ -282,13 +319,15 @@ class _Walk:
         return out
 
 
-def candidate_order(job: JobView, now_ms: int, aging_interval_ms: int | None) -> tuple[float, int, str]:
+def candidate_order(
+    job: SchedulableJob, now_ms: int, aging_interval_ms: int | None
+) -> tuple[float, int, str]:
     """The dispatch sort key: effective priority descending, then ``created_at``, then ``id``."""
     aged = effective_priority(job.priority, job.created_at, now_ms, aging_interval_ms)
     return (-aged, job.created_at, job.id)
 
 
-def _expired(job: JobView, now_ms: int) -> bool:
+def _expired(job: SchedulableJob, now_ms: int) -> bool:
     return job.expires_at is not None and now_ms >= job.expires_at
 
 

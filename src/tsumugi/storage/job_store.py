@@ -266,11 +266,12 @@ class JobStore:
         from_states: Iterable[str],
         now_ms: int,
         assignments: Mapping[str, SqlValue | RowExpression],
+        columns: tuple[str, ...] = JOB_COLUMNS,
     ) -> dict[str, JobRow]:
         """``update`` of many jobs with the same assignments, one statement per chunk of ids.
 
-        Returns the new rows of the jobs that were in one of ``from_states``, by id; every one is marked.
-        """
+        Returns the new rows (only ``columns``, which hold id and state) of the jobs that were in one of
+        ``from_states``, by id; every one is marked."""
         sets, params = _assignments(now_ms, assignments, True)
         states = list(from_states)
         room = MAX_BOUND_PARAMS - len(params) - len(states)  # DO SQL binds at most 100 per statement
@@ -279,11 +280,11 @@ class JobStore:
             rows = self.sql.execute(
                 # "+state": the ids pick the rows through the primary key, never the lane index.
                 f"UPDATE job SET {sets} WHERE +state IN ({', '.join('?' * len(states))}) "
-                f"AND id IN ({', '.join('?' * len(part))}) RETURNING {JOB_SELECT}",
+                f"AND id IN ({', '.join('?' * len(part))}) RETURNING {', '.join(columns)}",
                 (*params, *states, *part),
             )
             for row in rows:
-                job = job_from_row(row)
+                job = job_from_row(row, columns)
                 changed[job["id"]] = job
         self.mark_changed_many(list(changed.values()))
         return changed

@@ -13,6 +13,7 @@ from typing import Final
 from tsumugi.core.states import FAILURE_STATES
 from tsumugi.ports import SqlDatabase, SqlValue
 from tsumugi.storage.read_model_schema import TERMINAL_JOB_STATES
+from tsumugi.storage.read_model_writer import ScalarSnapshot
 from tsumugi.storage.sql_values import literal_list
 
 HOUR_MS: Final = 3_600_000
@@ -47,6 +48,12 @@ def metric_point(snapshot: Mapping[str, object]) -> tuple[SqlValue, ...] | None:
     state = snapshot.get("state")
     if state not in TERMINAL_JOB_STATES:
         return None
+    if type(snapshot) is ScalarSnapshot:  # a shard's: numbers and text as SQLite gave them (ADR-0158)
+        updated, dispatched = snapshot["updated_at"], snapshot["dispatched_at"]
+        if type(updated) is int and (dispatched is None or type(dispatched) is int):
+            duration = 0 if dispatched is None else max(0, updated - dispatched)
+            binding, guarantee, attempts = snapshot["binding"], snapshot["guarantee"], snapshot["attempts"]
+            return (updated, binding, state, guarantee, attempts, duration)
     updated_at = _int(snapshot.get("updated_at") or 0)
     dispatched_at = snapshot.get("dispatched_at")
     duration_ms = 0 if dispatched_at is None else max(0, updated_at - _int(dispatched_at))

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from tsumugi.core import jsonwire
+from tsumugi.core.json_types import JsonScalar
 from tsumugi.ports import SqlDatabase, SqlValue
 from tsumugi.storage.read_model_schema import (
     JOB_COLUMNS,
@@ -57,9 +58,22 @@ _job_values = operator.itemgetter(*JOB_COLUMNS)  # in C
 _SCALARS: Final = (str, int, float, type(None))
 
 
+class ScalarSnapshot(dict[str, JsonScalar]):
+    """A job snapshot with every D1 column, each already a SQL scalar (JSON columns as text).
+
+    A shard builds one from its own row, whose values SQLite gave it, so ``job_row`` binds it as it is,
+    without checking each value (ADR-0158); any other mapping is checked and converted.
+    """
+
+    __slots__ = ()
+
+
 def job_row(snapshot: Mapping[str, object]) -> tuple[SqlValue, ...]:
     """Bind values for one job snapshot: JSON columns as text, an empty attempt list as NULL."""
     # J-190
+    if type(snapshot) is ScalarSnapshot:
+        shard_values: tuple[SqlValue, ...] = _job_values(snapshot)
+        return shard_values
     if snapshot.keys() >= _JOB_KEYS and snapshot["payload"] is not None and snapshot["attempts_log"] != []:
         # A shard's snapshot: every column present and already text or a number (ADR-0136).
         values: tuple[SqlValue, ...] = _job_values(snapshot)  # each checked next
