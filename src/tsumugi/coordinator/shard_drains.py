@@ -38,24 +38,24 @@ async def project(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:
     """
     # J-192
     cutoff = now_ms - FIRST_PROJECTION_DELAY_MS + 1
-    job_ids = ctx.jobs.due_marks(TICK_ROWS, cutoff)
-    fresh: dict[str, int] = {}
-    if len(job_ids) < TICK_ROWS:
-        fresh = ctx.jobs.fresh_ids(cutoff, TICK_ROWS - len(job_ids))
-        marked = set(job_ids)
-        job_ids += [job_id for job_id in fresh if job_id not in marked]
-    more = len(job_ids) >= TICK_ROWS
-    if job_ids:
-        rows = {row["id"]: row for row in ctx.jobs.get_many(job_ids)}
+    rows, fresh = ctx.jobs.due_rows(TICK_ROWS, cutoff)
+    if len(rows) < TICK_ROWS:
+        due_fresh = ctx.jobs.fresh_ids(cutoff, TICK_ROWS - len(rows))
+        new_ids = [job_id for job_id in due_fresh if job_id not in rows]
+        rows.update((row["id"], row) for row in ctx.jobs.get_many(new_ids))
+        rows.update((job_id, None) for job_id in new_ids if job_id not in rows)  # gone since
+        fresh.update(due_fresh)
+    more = len(rows) >= TICK_ROWS
+    if rows:
+        present = [row for row in rows.values() if row is not None]
         # A job that never finished an attempt has no attempt rows: they are written only by a report,
         # with the job's attempts (never lowered, J-93, J-132) raised in the same transaction (ADR-0105).
-        logs = ctx.attempts.newest_many([job_id for job_id, row in rows.items() if row["attempts"]])
-        snaps = [snapshot(row, logs.get(job_id, [])) for job_id, row in rows.items()]
+        logs = ctx.attempts.newest_many([row["id"] for row in present if row["attempts"]])
+        snaps = [snapshot(row, logs.get(row["id"], [])) for row in present]
         if ctx.read_model is not None:
             await ctx.read_model.upsert_jobs(snaps)
         # A job changed during the await keeps its mark: its version moved on (ADR-0042).
-        projected = {job_id: rows.get(job_id) for job_id in job_ids}
-        ctx.sql.transaction(lambda: ctx.jobs.clear_dirty(projected, fresh))
+        ctx.sql.transaction(lambda: ctx.jobs.clear_dirty(rows, fresh))
         if ctx.metrics is not None:  # J-194: after the cursor moved; at-most-once
             try:
                 await ctx.metrics.write(snaps)

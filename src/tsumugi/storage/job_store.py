@@ -14,6 +14,7 @@ from typing import Final, NamedTuple, TypeAlias
 
 from tsumugi.core.states import TERMINAL_STATES, JobState
 from tsumugi.ports import SqlExecutor, SqlValue
+from tsumugi.storage.job_marks import MARK, JobMarks
 from tsumugi.storage.job_rows import (
     JOB_COLUMNS,
     JOB_SELECT,
@@ -25,7 +26,7 @@ from tsumugi.storage.job_rows import (
     seq_floor,
 )
 from tsumugi.storage.lane_expressions import RowExpression
-from tsumugi.storage.sql_values import integer, literal_list, optional_integer
+from tsumugi.storage.sql_values import integer, literal_list
 
 # Columns every new job has; the others are mostly NULL and are left out of its INSERT, since binding a
 # parameter costs more than the column's default (ADR-0120).
@@ -59,17 +60,6 @@ def _insert_sql(extra: tuple[str, ...]) -> str:
 _INSERT: Final = _insert_sql(())
 _INSERT_FRESH: Final = "INSERT INTO fresh (created_at, job_id) VALUES (?, ?)"
 assert _ALWAYS_SET[0] == "id" and _ALWAYS_SET[-2:] == ("payload", "version")  # insert_uniform's layout
-_MARK = "INSERT OR IGNORE INTO outbox (job_id) VALUES (?)"
-# A change to a job still waiting for its first projection needs no mark: that projection reads the row.
-_MARK_UNLESS_FRESH = (
-    "INSERT OR IGNORE INTO outbox (job_id) SELECT ? "
-    "WHERE NOT EXISTS (SELECT 1 FROM fresh WHERE created_at = ? AND job_id = ?)"
-)
-_CLEAR_OUTBOX = "DELETE FROM outbox WHERE job_id = ? AND (SELECT version FROM job WHERE id = ?) = ?"
-_CLEAR_FRESH = (
-    "DELETE FROM fresh WHERE created_at = ? AND job_id = ? AND (SELECT version FROM job WHERE id = ?) = ?"
-)
-
 
 # Reports of a batch settled in one statement per chunk: 4 parameters a row beside 5 shared ones (3 values
 # and the 2 in-flight states), within the 100 that Durable Object SQL binds (ADR-0136).
@@ -124,8 +114,8 @@ def _assignments(
     return ", ".join(sets), params
 
 
-class JobStore:
-    """The ``job`` and ``outbox`` tables of one shard."""
+class JobStore(JobMarks):
+    """The ``job`` table of one shard, and (from ``JobMarks``) its ``outbox`` and ``fresh`` tables."""
 
     def __init__(self, sql: SqlExecutor) -> None:
         self.sql = sql
@@ -195,7 +185,7 @@ class JobStore:
         self.sql.execute_many(_INSERT_FRESH, [(job["created_at"], job["id"]) for job, _, _ in rows])
         settled = [(job["id"],) for job, _, _ in rows if job["state"] in TERMINAL_STATES]
         if settled:
-            self.sql.execute_many(_MARK, settled)
+            self.sql.execute_many(MARK, settled)
 
     def insert_uniform(
         self, template: JobRow, ready: int, lane_at: float, ids_and_payloads: list[tuple[str, str]]
@@ -217,17 +207,6 @@ class JobStore:
         )
         created_at = template["created_at"]
         self.sql.execute_many(_INSERT_FRESH, [(created_at, job_id) for job_id, _ in ids_and_payloads])
-
-    def mark_changed(self, job: JobRow) -> None:
-        """Mark a changed job for projection; free when already marked (ADR-0042).
-
-        A finished job is marked at once; a job still waiting for its first projection is left to it.
-        """
-        # J-190
-        if job["state"] in TERMINAL_STATES:
-            self.sql.execute(_MARK, (job["id"],))
-        else:
-            self.sql.execute(_MARK_UNLESS_FRESH, (job["id"], job["created_at"], job["id"]))
 
     def update(
         self,
@@ -305,95 +284,6 @@ class JobStore:
             )
         return changed
 
-    def mark_changed_many(self, jobs: list[JobRow]) -> None:
-        """``mark_changed`` for many jobs: one statement per chunk, finished and unfinished apart."""
-        finished = [job["id"] for job in jobs if job["state"] in TERMINAL_STATES]
-        unfinished = [job["id"] for job in jobs if job["state"] not in TERMINAL_STATES]
-        for part in chunks(finished):
-            values = ", ".join(["(?)"] * len(part))
-            self.sql.execute(f"INSERT OR IGNORE INTO outbox (job_id) VALUES {values}", part)
-        for part in chunks(unfinished):
-            self.sql.execute(
-                "INSERT OR IGNORE INTO outbox (job_id) SELECT j.id FROM job j "
-                f"WHERE j.id IN ({', '.join('?' * len(part))}) AND NOT EXISTS "
-                "(SELECT 1 FROM fresh f WHERE f.created_at = j.created_at AND f.job_id = j.id)",
-                part,
-            )
-
     def delete_many(self, job_ids: list[str]) -> None:
         self.sql.execute_many("DELETE FROM attempt WHERE job_id = ?", ((i,) for i in job_ids))
         self.sql.execute_many("DELETE FROM job WHERE id = ?", ((i,) for i in job_ids))
-
-    # ------------------------------------------------------------------ outbox (dirty set) and fresh jobs
-    def dirty_ids(self, limit: int) -> list[str]:
-        return [str(r[0]) for r in self.sql.execute("SELECT job_id FROM outbox LIMIT ?", (limit,))]
-
-    def due_marks(self, limit: int, changed_before_ms: int) -> list[str]:
-        """Marked jobs whose projection is due (ADR-0135): finished, gone, or last changed before the cutoff.
-
-        A job still in flight that changed state at or after ``changed_before_ms`` waits: if it finishes
-        first, one projection shows both changes.
-        """
-        rows = self.sql.execute(
-            "SELECT o.job_id FROM outbox o LEFT JOIN job j ON j.id = o.job_id "
-            f"WHERE j.id IS NULL OR j.updated_at < ? OR j.state IN {_TERMINAL_LIST} LIMIT ?",
-            (changed_before_ms, limit),
-        )
-        return [str(r[0]) for r in rows]
-
-    def earliest_waiting_mark(self) -> int | None:
-        """When the earliest marked job still in flight last changed state (its projection waits)."""
-        rows = self.sql.execute(
-            # CROSS JOIN keeps the (small) outbox as the outer loop whatever the planner guesses.
-            "SELECT min(j.updated_at) FROM outbox o CROSS JOIN job j ON j.id = o.job_id "
-            f"WHERE j.state NOT IN {_TERMINAL_LIST}"
-        )
-        return optional_integer(rows[0][0]) if rows else None
-
-    def fresh_ids(self, created_before_ms: int, limit: int) -> dict[str, int]:
-        """New jobs created before ``created_before_ms`` and never projected, oldest first (ADR-0119).
-
-        Maps each id to its ``created_at``, the other half of the ``fresh`` key.
-        """
-        rows = self.sql.execute(
-            "SELECT job_id, created_at FROM fresh WHERE created_at < ? ORDER BY created_at LIMIT ?",
-            (created_before_ms, limit),
-        )
-        return {str(job_id): integer(created_at) for job_id, created_at in rows}
-
-    def earliest_fresh(self) -> int | None:
-        """``created_at`` of the oldest job still waiting for its first projection."""
-        rows = self.sql.execute("SELECT created_at FROM fresh ORDER BY created_at LIMIT 1")
-        return integer(rows[0][0]) if rows else None
-
-    def count_dirty(self) -> int:
-        """Jobs waiting for a projection, marked or fresh."""
-        # J-185
-        rows = self.sql.execute(
-            "SELECT count(*) FROM (SELECT job_id FROM outbox UNION SELECT job_id FROM fresh)"
-        )
-        return integer(rows[0][0])
-
-    def clear_dirty(self, projected: Mapping[str, JobRow | None], fresh_created: Mapping[str, int]) -> None:
-        """Unmark projected jobs unless they changed again since (their version moved on).
-
-        ``projected`` maps each id to the row that was projected, None for a job that is gone;
-        ``fresh_created`` gives the creation time of ids taken from ``fresh`` (a gone job has no row).
-        """
-        gone = [job_id for job_id, row in projected.items() if row is None]
-        kept = [row for row in projected.values() if row is not None]
-        if gone:
-            self.sql.execute_many(
-                "DELETE FROM outbox WHERE job_id = ? AND NOT EXISTS (SELECT 1 FROM job WHERE id = ?)",
-                [(job_id, job_id) for job_id in gone],
-            )
-            self.sql.execute_many(
-                "DELETE FROM fresh WHERE created_at = ? AND job_id = ? "
-                "AND NOT EXISTS (SELECT 1 FROM job WHERE id = ?)",
-                [(fresh_created[job_id], job_id, job_id) for job_id in gone if job_id in fresh_created],
-            )
-        if kept:
-            self.sql.execute_many(_CLEAR_OUTBOX, [(r["id"], r["id"], r["version"]) for r in kept])
-            self.sql.execute_many(
-                _CLEAR_FRESH, [(r["created_at"], r["id"], r["id"], r["version"]) for r in kept]
-            )
