@@ -49,7 +49,7 @@ def apply_reports(
     for job_id, _ in reports:
         counts[job_id] = counts.get(job_id, 0) + 1
     rows = {row["id"]: row for row in ctx.jobs.get_many(list(counts), REPORT_COLUMNS)}
-    settled: list[tuple[str, ReportEffect]] = []
+    settled: list[tuple[JobRow, ReportEffect]] = []
     arms: list[int] = []
     for job_id, wire in reports:
         job = rows.get(job_id)
@@ -71,23 +71,34 @@ def apply_reports(
             arm_at = apply_report(ctx, job_id, outcome, now_ms, job)  # the rarer paths, one by one
             arms += [arm_at] if arm_at is not None else []
             continue
-        settled.append((job_id, effect))
+        settled.append((job, effect))
     if settled:
         _settle(ctx, settled, now_ms)
         arms.append(now_ms)  # J-165
     return min(arms) if arms else None
 
 
-def _settle(ctx: ShardContext, settled: list[tuple[str, ReportEffect]], now_ms: int) -> None:
-    """Write finished reports together: the transitions, their marks and their terminal events."""
+def _settle(ctx: ShardContext, settled: list[tuple[JobRow, ReportEffect]], now_ms: int) -> None:
+    """Write finished reports together: the transitions, their marks and their terminal events.
+
+    ``settled`` pairs each job's row, read in this transaction, with what its report does; the rows of
+    the jobs that moved are those rows as the statement left them (ADR-0158).
+    """
     for to_state in {effect.to_state for _, effect in settled}:
         assert_transition(JobState.QUEUED, to_state)
-    errors = {job_id: effect.error for job_id, effect in settled}
-    changed = ctx.jobs.settle_many(
-        [Settle(job_id, effect.to_state, effect.attempts, effect.result) for job_id, effect in settled],
+    moved = ctx.jobs.settle_many(
+        [Settle(job["id"], effect.to_state, effect.attempts, effect.result) for job, effect in settled],
         IN_FLIGHT,
         now_ms,
     )
+    changed: list[JobRow] = []
+    errors: dict[str, str | None] = {}
+    for job, effect in settled:
+        if job["id"] in moved:
+            row: JobRow = {**job, "cancel_requested_at": None}
+            row["state"], row["attempts"], row["result"] = effect.to_state, effect.attempts, effect.result
+            changed.append(row)
+            errors[job["id"]] = effect.error
     ctx.jobs.mark_changed_many(changed)
     run_events: list[RunEvent] = []
     for job in changed:

@@ -19,7 +19,6 @@ from tsumugi.storage.job_rows import (
     JOB_COLUMNS,
     JOB_SELECT,
     MAX_BOUND_PARAMS,
-    REPORT_COLUMNS,
     JobRow,
     chunks,
     job_from_row,
@@ -68,9 +67,8 @@ _SETTLE_SQL: Final = (
     "UPDATE job SET state = v.column2, attempts = v.column3, result = v.column4, ready = 0, lane_at = ?, "
     "updated_at = ?, heartbeat_at = NULL, progress = NULL, cancel_requested_at = NULL, "
     "version = max(version + 1, ?) FROM (VALUES {values}) AS v "
-    "WHERE job.id = v.column1 AND +job.state IN (?, ?) RETURNING {columns}"
+    "WHERE job.id = v.column1 AND +job.state IN (?, ?) RETURNING job.id"
 )
-_SETTLED_RETURNING: Final = ", ".join(f"job.{column}" for column in REPORT_COLUMNS)
 # What an update sets: a column's new value, or an expression over the old row (``lane_expressions``).
 Assignments: TypeAlias = dict[str, SqlValue | RowExpression]
 
@@ -268,20 +266,19 @@ class JobStore(JobMarks):
         self.mark_changed_many(list(changed.values()))
         return changed
 
-    def settle_many(self, settled: Sequence[Settle], from_states: Sequence[str], now_ms: int) -> list[JobRow]:
-        """Finish many in-flight jobs as ``update`` would, one statement per chunk; the ``REPORT_COLUMNS``
-        of those that moved, for the caller to mark (``mark_changed_many``)."""
-        changed: list[JobRow] = []
+    def settle_many(self, settled: Sequence[Settle], from_states: Sequence[str], now_ms: int) -> set[str]:
+        """Finish many in-flight jobs as ``update`` would, one statement per chunk; the ids of those that
+        moved, for the caller to mark (``mark_changed_many``). The caller read the rows in this
+        transaction, so the statement returns nothing else (ADR-0158)."""
+        changed: set[str] = set()
         for start in range(0, len(settled), _SETTLE_ROWS):
             part = settled[start : start + _SETTLE_ROWS]
             values = ", ".join(["(?, ?, ?, ?)"] * len(part))
             params: list[SqlValue] = [now_ms, now_ms, seq_floor(now_ms)]
             for row in part:
                 params.extend(row)
-            sql = _SETTLE_SQL.format(values=values, columns=_SETTLED_RETURNING)
-            changed.extend(
-                job_from_row(row, REPORT_COLUMNS) for row in self.sql.execute(sql, (*params, *from_states))
-            )
+            sql = _SETTLE_SQL.format(values=values)
+            changed.update(str(row[0]) for row in self.sql.execute(sql, (*params, *from_states)))
         return changed
 
     def delete_many(self, job_ids: list[str]) -> None:

@@ -71,8 +71,12 @@ class LaneQueries:
         Within one priority, ``created_at`` ascending means aged priority descending, so each stream is
         already sorted by the global key (ADR-0043).
         """
+        priorities = self.ready_priorities()
+        if len(priorities) == 1:  # one stream is already in order: no merge, no key per row
+            yield from self._stream(priorities[0], max(1, page_rows))
+            return
         heap: list[tuple[float, int, str, int, JobRow, Iterator[JobRow]]] = []
-        for n, priority in enumerate(self.ready_priorities()):
+        for n, priority in enumerate(priorities):
             stream = self._stream(priority, max(1, page_rows))
             head = next(stream, None)
             if head is not None:
