@@ -9,7 +9,7 @@ from typing import Any
 from tsumugi.clock import FixedClock
 from tsumugi.ports import AlarmPort, SqlExecutor
 from tsumugi.runtimes.local.durable_alarms import DurableAlarms
-from tsumugi.runtimes.local.serial_coordinators import SerialCoordinators, pause_turn
+from tsumugi.runtimes.local.serial_coordinators import SerialCoordinators
 from tsumugi.runtimes.local.shard_namespace import LocalNamespace
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
 
@@ -23,6 +23,7 @@ class Peer:
     def __init__(self, name: str, sql: SqlExecutor, alarm: AlarmPort) -> None:
         self.name = name
         self.events: list[str] = []
+        self.spawned: asyncio.Future[str] | None = None
 
     async def call_other(self, other: str) -> str:
         self.events.append("holding")
@@ -37,14 +38,11 @@ class Peer:
 
     async def spawn_and_wait(self) -> bool:
         """Starts a task calling this peer; it must wait for the turn, not inherit it."""
-        task = asyncio.ensure_future(self.namespace.get(self.name).answer())
+        self.spawned = asyncio.ensure_future(self.namespace.get(self.name).answer())
         for _ in range(10):
             await asyncio.sleep(0)
         self.events.append("spawned")
-        waited = not task.done()
-        await pause_turn(0)  # frees the turn: the spawned call runs now
-        await asyncio.sleep(0)
-        return waited
+        return not self.spawned.done()  # the spawned call runs once this turn ends
 
 
 def _namespace(tmp_path: Path, closing: Any) -> LocalNamespace:
@@ -70,4 +68,7 @@ async def test_two_coordinators_calling_each_other_do_not_deadlock(tmp_path: Pat
 async def test_a_task_started_in_a_turn_waits_for_that_turn(tmp_path: Path, closing: Any) -> None:
     namespace = _namespace(tmp_path, closing)
     assert await asyncio.wait_for(namespace.get("a").spawn_and_wait(), timeout=5) is True
-    assert namespace.coordinators.coordinator("a").events == ["spawned", "answer"]
+    peer = namespace.coordinators.coordinator("a")
+    assert isinstance(peer, Peer) and peer.spawned is not None
+    assert await asyncio.wait_for(peer.spawned, timeout=5) == "a"
+    assert peer.events == ["spawned", "answer"]

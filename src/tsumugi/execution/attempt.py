@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
+from types import CoroutineType
 from typing import Final, TypeVar
 
 from tsumugi.clock import Clock
@@ -44,10 +46,12 @@ class AttemptTimer:
         self.fired = False
         self.abort: asyncio.Future[object] | None = None
 
-    def start(self) -> None:
+    def start(self, deadline: int | None = None) -> None:
+        """Arm the timer to fire at ``deadline`` (default: ``timeout_ms`` from now)."""
         # The watcher task is made only once the loop runs again, i.e. once perform has yielded: a perform
-        # that finishes without waiting (most do) costs a cancelled callback, not a task (ADR-0136).
-        self.deadline = self._clock.now() + self.timeout_ms
+        # that finishes without waiting costs a cancelled callback, not a task (ADR-0136). ``perform``
+        # arms it only once the performer's coroutine has waited (ADR-0159).
+        self.deadline = self._clock.now() + self.timeout_ms if deadline is None else deadline
         self._arming = asyncio.get_running_loop().call_soon(self._arm)
 
     def _arm(self) -> None:
@@ -155,7 +159,7 @@ async def perform(
     *,
     cancel_on_timeout: bool = False,
 ) -> object:
-    """Run ``performer.perform`` in the calling task, with ``timer`` armed while it runs.
+    """Run ``performer.perform`` in the calling task, with ``timer`` armed once it waits.
 
     By default the performer is not stopped by the timer: when it fires, the timer's callback
     reports the timeout, and the caller discards whatever this eventually returns or raises
@@ -170,11 +174,46 @@ async def perform(
         return await pending  # timeout_ms <= 0 disables the consumer-side timer (J-74)
     if cancel_on_timeout:
         return await _cancellable(pending, timer)
+    if type(pending) is CoroutineType:
+        # ADR-0159: run the coroutine's first step here; one that finishes in it (most do) never arms the
+        # timer. Its deadline is the attempt's, counted from before the call, as if armed before it.
+        try:
+            waits_on = pending.send(None)
+        except StopIteration as done:
+            return done.value
+        timer.start(ctx.deadline_at)
+        try:
+            return await _resume(pending, waits_on)
+        finally:
+            timer.cancel()
     timer.start()
     try:
         return await pending
     finally:
         timer.cancel()
+
+
+@types.coroutine
+def _resume(
+    pending: Coroutine[object, object, object], waits_on: object
+) -> Generator[object, object, object]:
+    """The rest of ``pending``, whose first step yielded ``waits_on``: what ``await`` would do from there."""
+    while True:
+        try:
+            sent = yield waits_on
+        except GeneratorExit:
+            pending.close()
+            raise
+        except BaseException as error:  # thrown in by the task (a cancellation): passed on
+            try:
+                waits_on = pending.throw(error)
+            except StopIteration as done:
+                return done.value
+        else:
+            try:
+                waits_on = pending.send(sent)
+            except StopIteration as done:
+                return done.value
 
 
 async def _cancellable(pending: Awaitable[object], timer: AttemptTimer) -> object:

@@ -17,7 +17,7 @@ from tsumugi import telemetry
 from tsumugi.client import SHARD_NAMESPACE, env_binding
 from tsumugi.clock import Clock, SystemClock
 from tsumugi.core.defaults import DEFAULT_TIMEOUT_MS  # J-110: when a dispatch message carries no timeoutMs
-from tsumugi.core.ids import parse_job_id, shard_name_of
+from tsumugi.core.ids import parse_job_id, shard_name_of, validate_local_id
 from tsumugi.errors import InvalidPayloadError, ResultNotJsonError, TsumugiTimeoutError
 from tsumugi.execution import outcomes
 from tsumugi.execution.attempt import HEARTBEAT_WAIT_MS, AttemptHeartbeat, AttemptTimer, perform
@@ -63,6 +63,7 @@ class _Batch:
         "pending",
         "performers",
         "resolver",
+        "shards",
         "spawn_defaults",
     )
 
@@ -83,6 +84,7 @@ class _Batch:
         self.log = log
         self.heartbeat_wait_ms = heartbeat_wait_ms
         self.performers: dict[str, _Resolved | None] = {}
+        self.shards: dict[str, ShardRpc] = {}  # a job id's text before its local id -> its shard's stub
         self.spawn_defaults = spawn_defaults
         self.pending = pending
         self.all_settled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -94,6 +96,23 @@ class _Batch:
         candidate = self.resolver.resolve(binding, self.env)
         found = self.performers[binding] = _Resolved(candidate) if has_perform(candidate) else None
         return found
+
+    def shard(self, namespace: ShardNamespace, job_id: str) -> ShardRpc:
+        """The stub of the shard that owns ``job_id``; raises for a malformed id, as ``shard_name_of`` does.
+
+        The batch's messages mostly share a shard: its name is parsed and checked once, and the rest of
+        each id (its local id) is checked on its own.
+        """
+        hash_at = job_id.find("#")
+        colon_at = job_id.find(":", hash_at + 1) if hash_at >= 0 else -1
+        if colon_at >= 0:
+            stub = self.shards.get(job_id[:colon_at])
+            if stub is not None:
+                validate_local_id(job_id[colon_at + 1 :])
+                return stub
+        stub = namespace.get(shard_name_of(job_id))
+        self.shards[job_id[:colon_at]] = stub
+        return stub
 
 
 class _Delivery:
@@ -181,7 +200,7 @@ async def _handle_one(delivery: _Delivery) -> None:
         raise LookupError(f"{SHARD_NAMESPACE} is not configured")
     # The shard's message: a mapping with a string jobId (checked above), its other fields as it wrote them.
     message: DispatchMessage = body
-    shard = batch.namespace.get(shard_name_of(job_id))
+    shard = batch.shard(batch.namespace, job_id)
     attempt = message.get("attempt")
     expires_at = message.get("expiresAt")
     if expires_at is not None and batch.clock.now() >= expires_at:

@@ -86,6 +86,8 @@ _BUILT: Final[dict[object, PerformerTypes]] = {}  # per class: its checks are bu
 
 def dump_result(binding: str, value: object, types: PerformerTypes | None = None) -> JsonValue:
     """The JSON stored for what ``perform`` returned; ``ResultNotJsonError`` when there is none."""
+    if value is None:
+        return None  # most performers return nothing: no walk
     try:
         if types is not None and types.result_dumper is not None and value is not None:
             return types.result_dumper.dump(value)

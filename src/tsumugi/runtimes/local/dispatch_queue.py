@@ -22,6 +22,9 @@ LEASE_MS = (
     15 * 60 * 1000
 )  # a consumer invocation's wall-time limit; a batch still out after it is redelivered
 
+# One encoder for every message: ``json.dumps`` with options builds a new encoder on each call.
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS message (
         id INTEGER PRIMARY KEY,
@@ -56,7 +59,7 @@ class DurableQueue:
         if not messages:
             return
         now_ms = self._clock.now()
-        rows = [(json.dumps(body, separators=(",", ":"), ensure_ascii=False), now_ms) for body in messages]
+        rows = [(_ENCODE(body), now_ms) for body in messages]
         self._db.transaction(
             lambda: self._db.execute_many("INSERT INTO message (body, visible_at) VALUES (?, ?)", rows)
         )

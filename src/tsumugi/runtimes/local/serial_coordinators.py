@@ -86,22 +86,6 @@ def _current() -> _Gate | None:
     return gate if gate is not None and gate.task is asyncio.current_task() else None
 
 
-async def pause_turn(seconds: float) -> None:
-    """Let other calls into the current task's coordinator run for ``seconds``, then take the turn back.
-
-    Outside a coordinator's turn this only sleeps (ADR-0103: pacing costly run ticks).
-    """
-    gate = _current()
-    if gate is None:
-        await asyncio.sleep(seconds)
-        return
-    gate.open()
-    try:
-        await asyncio.sleep(seconds)
-    finally:
-        await gate.close()
-
-
 class Coordinator(Protocol):
     """What a coordinator must answer besides its RPCs: one alarm tick.
 
