@@ -8,7 +8,7 @@ from typing import Final
 
 from tsumugi.coordinator.shard_context import ShardContext, log
 from tsumugi.coordinator.shard_tick import TICK_ROWS
-from tsumugi.coordinator.snapshots import snapshot
+from tsumugi.coordinator.snapshots import attempts_log_text
 from tsumugi.core import ids
 from tsumugi.core.json_types import JsonObject
 from tsumugi.core.states import FAILURE_STATES, JobState
@@ -38,27 +38,30 @@ async def project(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:
     """
     # J-192
     cutoff = now_ms - FIRST_PROJECTION_DELAY_MS + 1
-    rows, fresh = ctx.jobs.due_rows(TICK_ROWS, cutoff)
-    if len(rows) < TICK_ROWS:
-        due_fresh = ctx.jobs.fresh_ids(cutoff, TICK_ROWS - len(rows))
-        new_ids = [job_id for job_id in due_fresh if job_id not in rows]
-        rows.update((row["id"], row) for row in ctx.jobs.get_many(new_ids))
-        rows.update((job_id, None) for job_id in new_ids if job_id not in rows)  # gone since
+    snaps, fresh = ctx.jobs.due_snapshots(TICK_ROWS, cutoff)
+    if len(snaps) < TICK_ROWS:
+        due_fresh = ctx.jobs.fresh_ids(cutoff, TICK_ROWS - len(snaps))
+        new_ids = [job_id for job_id in due_fresh if job_id not in snaps]
+        found = ctx.jobs.snapshots_of(new_ids)
+        snaps.update((job_id, found.get(job_id)) for job_id in new_ids)  # None: gone since
         fresh.update(due_fresh)
-    more = len(rows) >= TICK_ROWS
-    if rows:
-        present = [row for row in rows.values() if row is not None]
+    more = len(snaps) >= TICK_ROWS
+    if snaps:
+        present = {job_id: snap for job_id, snap in snaps.items() if snap is not None}
         # A job that never finished an attempt has no attempt rows: they are written only by a report,
         # with the job's attempts (never lowered, J-93, J-132) raised in the same transaction (ADR-0105).
-        logs = ctx.attempts.newest_many([row["id"] for row in present if row["attempts"]])
-        snaps = [snapshot(row, logs.get(row["id"], [])) for row in present]
+        logs = ctx.attempts.newest_many([job_id for job_id, snap in present.items() if snap["attempts"]])
+        for job_id, log_entries in logs.items():
+            present[job_id]["attempts_log"] = attempts_log_text(log_entries)
+        projected = list(present.values())
         if ctx.read_model is not None:
-            await ctx.read_model.upsert_jobs(snaps)
+            await ctx.read_model.upsert_jobs(projected)
         # A job changed during the await keeps its mark: its version moved on (ADR-0042).
-        ctx.sql.transaction(lambda: ctx.jobs.clear_dirty(rows, fresh))
+        versions = {i: None if s is None else (s["seq"], s["created_at"]) for i, s in snaps.items()}
+        ctx.sql.transaction(lambda: ctx.jobs.clear_projected(versions, fresh))
         if ctx.metrics is not None:  # J-194: after the cursor moved; at-most-once
             try:
-                await ctx.metrics.write(snaps)
+                await ctx.metrics.write(projected)
             except Exception:  # M-4: logged and swallowed, never stops the tick; text from §11
                 log.exception("tsumugi: writeMetrics failed")
     if more:

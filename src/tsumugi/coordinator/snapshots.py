@@ -23,5 +23,10 @@ def snapshot(job: JobRow, attempts_log: list[AttemptEntry]) -> JobSnapshot:
     # J-192
     out = ScalarSnapshot(zip(SNAPSHOT_COLUMNS, _snapshot_values(job), strict=True))
     out["seq"] = job["version"]
-    out["attempts_log"] = jsonwire.dumps(attempts_log) if attempts_log else None  # J-192: empty -> NULL
+    out["attempts_log"] = attempts_log_text(attempts_log)
     return out
+
+
+def attempts_log_text(attempts_log: list[AttemptEntry]) -> str | None:
+    """The ``attempts_log`` column: the newest attempts as JSON text, NULL for none (J-192)."""
+    return jsonwire.dumps(attempts_log) if attempts_log else None

@@ -8,12 +8,14 @@ A projected job is unmarked only if it still has the version that was projected.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Final
+from collections.abc import Callable, Iterable, Mapping
+from typing import Final, TypeAlias
 
 from tsumugi.core.states import TERMINAL_STATES
-from tsumugi.ports import SqlExecutor
-from tsumugi.storage.job_rows import JOB_COLUMNS, JobRow, chunks, job_from_row
+from tsumugi.ports import Row, SqlExecutor, SqlValue
+from tsumugi.storage.job_rows import JobRow, chunks
+from tsumugi.storage.read_model_schema import JOB_COLUMNS as READ_MODEL_COLUMNS
+from tsumugi.storage.read_model_writer import ScalarSnapshot
 from tsumugi.storage.sql_values import integer, literal_list, optional_integer
 
 MARK: Final = "INSERT OR IGNORE INTO outbox (job_id) VALUES (?)"
@@ -27,14 +29,31 @@ _CLEAR_FRESH: Final = (
     "DELETE FROM fresh WHERE created_at = ? AND job_id = ? AND (SELECT version FROM job WHERE id = ?) = ?"
 )
 _TERMINAL_LIST: Final = literal_list(sorted(TERMINAL_STATES))
-# The marked jobs due for projection with their rows, in one read; a gone job's columns are NULL. The last
-# column says whether the job also still waits in ``fresh`` (ADR-0158).
-_DUE_ROWS: Final = (
-    f"SELECT o.job_id, {', '.join(f'j.{column}' for column in JOB_COLUMNS)}, "
+# A job's D1 columns read straight from its shard row, ``seq`` being the row's version; the projection adds
+# ``attempts_log`` (J-193). Reading them in the read model's order makes the snapshot without a row dict.
+SNAPSHOT_KEYS: Final = tuple(column for column in READ_MODEL_COLUMNS if column != "attempts_log")
+_SNAPSHOT_SELECT: Final = ", ".join(f"j.{'version' if c == 'seq' else c}" for c in SNAPSHOT_KEYS)
+# The marked jobs due for projection with their snapshots, in one read; a gone job's columns are NULL. The
+# last column says whether the job also still waits in ``fresh`` (ADR-0158).
+_DUE_SNAPSHOTS: Final = (
+    f"SELECT o.job_id, {_SNAPSHOT_SELECT}, "
     "EXISTS (SELECT 1 FROM fresh f WHERE f.created_at = j.created_at AND f.job_id = j.id) "
     "FROM outbox o LEFT JOIN job j ON j.id = o.job_id "
     f"WHERE j.id IS NULL OR j.updated_at < ? OR j.state IN {_TERMINAL_LIST} LIMIT ?"
 )
+_ID_AT: Final = SNAPSHOT_KEYS.index("id") + 1  # in a _DUE_SNAPSHOTS row, after o.job_id
+
+
+# ``ScalarSnapshot`` itself, typed as what it builds here: no column the snapshot reads is a BLOB
+# (``shard_schema``), so no value is bytes; the same device as ``job_rows.job_from_row``.
+_SnapshotOfPairs: TypeAlias = Callable[[Iterable[tuple[str, SqlValue]]], ScalarSnapshot]
+_scalar_snapshot: Final[_SnapshotOfPairs] = ScalarSnapshot  # type: ignore[assignment]
+
+
+def _snapshot(values: Row) -> ScalarSnapshot:
+    snap = _scalar_snapshot(zip(SNAPSHOT_KEYS, values, strict=True))
+    snap["attempts_log"] = None
+    return snap
 
 
 class JobMarks:
@@ -71,25 +90,38 @@ class JobMarks:
     def dirty_ids(self, limit: int) -> list[str]:
         return [str(r[0]) for r in self.sql.execute("SELECT job_id FROM outbox LIMIT ?", (limit,))]
 
-    def due_rows(self, limit: int, changed_before_ms: int) -> tuple[dict[str, JobRow | None], dict[str, int]]:
-        """Marked jobs whose projection is due (ADR-0135), with their rows, in one statement (ADR-0158).
+    def due_snapshots(
+        self, limit: int, changed_before_ms: int
+    ) -> tuple[dict[str, ScalarSnapshot | None], dict[str, int]]:
+        """Marked jobs whose projection is due (ADR-0135), as read-model snapshots, in one statement.
 
-        Due: finished, gone (its row None), or last changed before ``changed_before_ms``; a job still in
-        flight that changed state since waits, so that if it finishes first one projection shows both
-        changes. Also returns the ``created_at`` of those still waiting in ``fresh`` too.
+        Due: finished, gone (None), or last changed before ``changed_before_ms``; a job still in flight
+        that changed state since waits, so that if it finishes first one projection shows both changes.
+        Also returns the ``created_at`` of those still waiting in ``fresh`` too. A snapshot's
+        ``attempts_log`` is None until the caller sets it (ADR-0158).
         """
-        rows: dict[str, JobRow | None] = {}
+        snaps: dict[str, ScalarSnapshot | None] = {}
         in_fresh: dict[str, int] = {}
-        for row in self.sql.execute(_DUE_ROWS, (changed_before_ms, limit)):
+        for row in self.sql.execute(_DUE_SNAPSHOTS, (changed_before_ms, limit)):
             job_id = str(row[0])
-            if row[1] is None:
-                rows[job_id] = None
+            if row[_ID_AT] is None:
+                snaps[job_id] = None
                 continue
-            job = job_from_row(row[1:-1])
-            rows[job_id] = job
+            snap = snaps[job_id] = _snapshot(row[1:-1])
             if row[-1]:
-                in_fresh[job_id] = job["created_at"]
-        return rows, in_fresh
+                in_fresh[job_id] = integer(snap["created_at"])
+        return snaps, in_fresh
+
+    def snapshots_of(self, job_ids: list[str]) -> dict[str, ScalarSnapshot]:
+        """``due_snapshots``' snapshots of the given jobs the shard holds, by id."""
+        found: dict[str, ScalarSnapshot] = {}
+        for part in chunks(job_ids):
+            marks = ", ".join("?" * len(part))
+            for row in self.sql.execute(
+                f"SELECT {_SNAPSHOT_SELECT} FROM job j WHERE j.id IN ({marks})", part
+            ):
+                found[str(row[_ID_AT - 1])] = _snapshot(row)
+        return found
 
     def earliest_waiting_mark(self) -> int | None:
         """When the earliest marked job still in flight last changed state (its projection waits)."""
@@ -131,8 +163,14 @@ class JobMarks:
         ``fresh_created`` gives the creation time of the ids that wait in ``fresh`` (a gone job has no
         row): only those are looked for there.
         """
-        gone = [job_id for job_id, row in projected.items() if row is None]
-        kept = [row for row in projected.values() if row is not None]
+        versions = {i: None if r is None else (r["version"], r["created_at"]) for i, r in projected.items()}
+        self.clear_projected(versions, fresh_created)
+
+    def clear_projected(
+        self, projected: Mapping[str, tuple[SqlValue, SqlValue] | None], fresh_created: Mapping[str, int]
+    ) -> None:
+        """``clear_dirty`` given each projected job's ``(version, created_at)``, None for a gone job."""
+        gone = [job_id for job_id, kept in projected.items() if kept is None]
         if gone:
             self.sql.execute_many(
                 "DELETE FROM outbox WHERE job_id = ? AND NOT EXISTS (SELECT 1 FROM job WHERE id = ?)",
@@ -143,10 +181,9 @@ class JobMarks:
                 "AND NOT EXISTS (SELECT 1 FROM job WHERE id = ?)",
                 [(fresh_created[job_id], job_id, job_id) for job_id in gone if job_id in fresh_created],
             )
+        kept = [(job_id, kept) for job_id, kept in projected.items() if kept is not None]
         if kept:
-            self.sql.execute_many(_CLEAR_OUTBOX, [(r["id"], r["id"], r["version"]) for r in kept])
-            fresh = [r for r in kept if r["id"] in fresh_created]
+            self.sql.execute_many(_CLEAR_OUTBOX, [(i, i, version) for i, (version, _) in kept])
+            fresh = [(created_at, i, i, version) for i, (version, created_at) in kept if i in fresh_created]
             if fresh:
-                self.sql.execute_many(
-                    _CLEAR_FRESH, [(r["created_at"], r["id"], r["id"], r["version"]) for r in fresh]
-                )
+                self.sql.execute_many(_CLEAR_FRESH, fresh)
