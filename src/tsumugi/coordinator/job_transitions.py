@@ -93,7 +93,7 @@ def to_queued_many(ctx: ShardContext, jobs: list[JobRow], now_ms: int) -> list[J
     """``to_queued`` for a tick's dispatches, in one statement per chunk.
 
     ``jobs`` are the rows as read in this transaction; returns those that moved, in their order, as they
-    were read (the statement returns only ids, ADR-0158).
+    were read (the statement returns only id and state, ADR-0158).
     """
     moved = ctx.jobs.update_many(
         [job["id"] for job in jobs],
