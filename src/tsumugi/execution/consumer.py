@@ -191,7 +191,8 @@ async def _guarded(delivery: _Delivery) -> None:
 async def _handle_one(delivery: _Delivery) -> None:
     batch = delivery.batch
     body = delivery.message.body
-    job_id = body.get("jobId") if isinstance(body, Mapping) else None
+    # A dict, nearly always: the type check spares the ABC check.
+    job_id = body.get("jobId") if type(body) is dict or isinstance(body, Mapping) else None
     if not isinstance(job_id, str):
         batch.log.error("tsumugi: invalid dispatch message: jobId is missing")
         delivery.ack()  # J-117: no report; the reaper recovers the job, if any

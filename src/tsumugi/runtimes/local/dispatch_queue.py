@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import NamedTuple, cast
 
 from tsumugi.clock import Clock
-from tsumugi.ports import JsonDict, SqlExecutor
+from tsumugi.core.json_types import JsonObject
+from tsumugi.ports import SqlExecutor
 from tsumugi.runtimes.local.sqlite_files import open_store
 
 SEND_BATCH_LIMIT = 100  # a Cloudflare Queue accepts at most 100 messages per sendBatch (J-161)
@@ -52,7 +53,7 @@ class DurableQueue:
         self._clock = clock
         self.arrived = asyncio.Event()  # set by send_batch and by retries; the consumer waits on it
 
-    async def send_batch(self, messages: Sequence[JsonDict]) -> None:
+    async def send_batch(self, messages: Sequence[JsonObject]) -> None:
         """Persist ``messages`` (at most 100, like ``Queue.sendBatch``) before returning."""
         if len(messages) > SEND_BATCH_LIMIT:
             raise ValueError(f"sendBatch takes at most {SEND_BATCH_LIMIT} messages, got {len(messages)}")
