@@ -24,7 +24,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from itertools import islice
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 from urllib.parse import quote, unquote
 
 from tsumugi.clock import Clock
@@ -190,11 +190,11 @@ class SerialCoordinators:
         caller = _current()
         return caller is not None and caller.holding and caller.slot.key == self.alarm_key(name)
 
-    async def call_with(self, name: str, fn: Callable[[Any], Awaitable[T]]) -> T:
+    async def call_with(self, name: str, fn: Callable[[Coordinator], Awaitable[T]]) -> T:
         """Run ``fn(coordinator)`` while holding its lock, like ``call`` (ADR-0106: report batching).
 
-        ``fn`` states what it needs of the coordinator (a job shard's ``report_many``): the coordinator is
-        whatever this namespace's factory built, which only the caller knows.
+        The coordinator is whatever this namespace's factory built, which only the caller knows: ``fn``
+        checks that it has what it needs (a job shard's ``report_many``) before using it.
 
         A call from inside another coordinator's turn frees that coordinator's lock until it returns
         (ADR-0102); a coordinator calling itself re-enters.
