@@ -28,5 +28,6 @@ def snapshot(job: JobRow, attempts_log: list[AttemptEntry]) -> JobSnapshot:
 
 
 def attempts_log_text(attempts_log: list[AttemptEntry]) -> str | None:
-    """The ``attempts_log`` column: the newest attempts as JSON text, NULL for none (J-192)."""
+    """The ``attempts_log`` column: the newest attempts as JSON text, NULL for none."""
+    # J-192
     return jsonwire.dumps(attempts_log) if attempts_log else None
