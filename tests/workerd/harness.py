@@ -160,7 +160,7 @@ class Workers:
                 tail = self.log()[-4000:]
                 self.close()
                 raise RuntimeError(f"scripts/workerd-dev did not serve both Workers:\n{tail}")
-            time.sleep(0.5)  # real time: another process works; bounded by the deadline
+            time.sleep(0.5)  # real time: another process works; bounded by the deadline (noqa: sleep-ok)
         return time.monotonic() - self.started_at
 
     def log(self) -> str:
@@ -267,5 +267,5 @@ class Workers:
                 and all(last.get(k) == v for k, v in where.items())
             ):
                 return last
-            time.sleep(0.25)  # real time: the Workers do the work; bounded by the deadline
+            time.sleep(0.25)  # real time: the Workers do the work; bounded by the deadline (noqa: sleep-ok)
         raise AssertionError(f"{what} did not reach {sorted(states)} {where or ''} in {timeout_s}s: {last}")

@@ -31,7 +31,7 @@ def _waiting(workers: Workers, run_id: str, node_id: str) -> dict[str, Any]:
         node = next((n for n in (found or {}).get("nodes", []) if n["id"] == node_id), None)
         if node is not None and node["state"] == "RUNNING":
             return node
-        time.sleep(0.1)  # real time: the Worker projects on its own alarm
+        time.sleep(0.1)  # real time: the Worker projects on its own alarm (noqa: sleep-ok)
     raise AssertionError(f"{run_id}: {node_id} never waited")
 
 

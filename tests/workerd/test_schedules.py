@@ -30,7 +30,7 @@ def test_the_scheduler_alarm_fires_the_every_minute_schedule(workers: Workers) -
     schedule = _schedule(workers, "ping-hello")
     assert schedule["kind"] == "job" and schedule["target"] == "Hello" and schedule["every_ms"] == 60_000
     while schedule["last_job_id"] is None and time.monotonic() < deadline:
-        time.sleep(1)  # real time: the scheduler's alarm fires on the minute; bounded by the deadline
+        time.sleep(1)  # the alarm fires on the minute; bounded by the deadline (noqa: sleep-ok)
         schedule = _schedule(workers, "ping-hello")
     job_id = str(schedule["last_job_id"])
     assert job_id.startswith("Hello#0:ping-hello-"), schedule  # S-8: the occurrence names the job
@@ -64,7 +64,7 @@ def test_the_cron_trigger_sweeps_old_terminal_jobs_from_the_read_model(workers: 
     assert answer.status == 200, answer
     deadline = time.monotonic() + 20
     while workers.job("Hello#0:swept-by-cron") is not None and time.monotonic() < deadline:
-        time.sleep(0.25)  # real time: the scheduled handler runs on its own; bounded by the deadline
+        time.sleep(0.25)  # the scheduled handler runs on its own; bounded (noqa: sleep-ok)
     assert workers.job("Hello#0:swept-by-cron") is None
     assert workers.job("Hello#0:kept-active") is not None
     assert "tsumugi: swept 1 jobs from the read model" in workers.log()  # J-207
