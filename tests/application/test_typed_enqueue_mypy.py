@@ -6,14 +6,9 @@ nothing else may be.
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[2] / "src"
-MYPY_DEADLINE_S = 240  # a cold mypy run over the package and its dependencies
+from tests.mypy_marked import errors_by_mark
 
 APP = """
 from __future__ import annotations
@@ -76,37 +71,7 @@ async def wrong(env: Any) -> None:
 
 
 def test_mypy_strict_reports_exactly_the_bad_calls(tmp_path: Path) -> None:
-    app = tmp_path / "typed_app.py"
-    app.write_text(APP, encoding="utf-8")
-    checked = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--no-error-summary",
-            "--hide-error-context",
-            "--no-pretty",
-            "--cache-dir",
-            str(tmp_path / "cache"),
-            str(app),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, "MYPYPATH": str(SRC)},
-        timeout=MYPY_DEADLINE_S,
-        check=False,
-    )
-    errors: dict[int, list[str]] = {}
-    for line in checked.stdout.splitlines():
-        found = re.match(r"(?:.*[/\\])?typed_app\.py:(\d+): error: (.*)", line)
-        if found:
-            errors.setdefault(int(found.group(1)), []).append(found.group(2))
-    lines = APP.splitlines()
-    bad = {number for number, text in enumerate(lines, start=1) if "# BAD:" in text}
-    assert set(errors) == bad, checked.stdout + checked.stderr  # every bad call, and nothing else
-    by_line = {lines[number - 1].split("# BAD: ")[1]: " ".join(errors[number]) for number in bad}
+    by_line = errors_by_mark(tmp_path, "typed_app.py", APP)
     assert 'Unexpected keyword argument "max_attemps"' in by_line["misspelt option"]
     assert 'did you mean "max_attempts"' in by_line["misspelt option"]
     assert 'matches argument types "Any", "str", "dict[Never, Never]", "str"' in by_line["option type"]

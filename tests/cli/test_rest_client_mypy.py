@@ -6,14 +6,9 @@ nothing else may be (``assert_type`` fails on a wrong answer type).
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[2] / "src"
-MYPY_DEADLINE_S = 240  # a cold mypy run over the package and its dependencies
+from tests.mypy_marked import errors_by_mark
 
 CALLER = """
 from __future__ import annotations
@@ -52,37 +47,7 @@ def wrong(api: TsumugiClient) -> None:
 
 
 def test_mypy_strict_reports_exactly_the_bad_calls(tmp_path: Path) -> None:
-    caller = tmp_path / "rest_caller.py"
-    caller.write_text(CALLER, encoding="utf-8")
-    checked = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--no-error-summary",
-            "--hide-error-context",
-            "--no-pretty",
-            "--cache-dir",
-            str(tmp_path / "cache"),
-            str(caller),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, "MYPYPATH": str(SRC)},
-        timeout=MYPY_DEADLINE_S,
-        check=False,
-    )
-    errors: dict[int, list[str]] = {}
-    for line in checked.stdout.splitlines():
-        found = re.match(r"(?:.*[/\\])?rest_caller\.py:(\d+): error: (.*)", line)
-        if found:
-            errors.setdefault(int(found.group(1)), []).append(found.group(2))
-    lines = CALLER.splitlines()
-    bad = {number for number, text in enumerate(lines, start=1) if "# BAD:" in text}
-    assert set(errors) == bad, checked.stdout + checked.stderr  # every bad call, and nothing else
-    by_line = {lines[number - 1].split("# BAD: ")[1]: " ".join(errors[number]) for number in bad}
+    by_line = errors_by_mark(tmp_path, "rest_caller.py", CALLER)
     assert 'Unexpected keyword argument "stat"' in by_line["misspelt query"]
     assert 'did you mean "state"' in by_line["misspelt query"]
     assert 'incompatible type "str"; expected "bool"' in by_line["option type"]
