@@ -171,6 +171,7 @@ def test_performer_types_come_from_the_generic_parameters_or_from_perform() -> N
             return payload
 
     assert types_of(Plain).payload_codec is None  # untyped: payloads are plain JSON
+    assert not types_of(Plain).decodes
 
 
 def test_generic_subclasses_pass_their_parameters_on() -> None:
@@ -186,6 +187,20 @@ def test_generic_subclasses_pass_their_parameters_on() -> None:
 
     assert types_of(Leaf).payload_type is Mail
     assert types_of(Base).payload_codec is None
+
+
+def test_a_payload_typed_object_is_any_json_value_and_is_performed_as_stored() -> None:
+    class Loose(Performer):
+        async def perform(self, payload: object, ctx: JobContext) -> None:
+            return None
+
+    types = types_of(Loose)
+    assert types.encode_payload("LOOSE", (1, Tone.COOL)) == [1, "cool"]  # converted, as a result is
+    with pytest.raises(InvalidPayloadError) as caught:
+        types.encode_payload("LOOSE", {"at": {1, 2}})
+    assert str(caught.value) == "LOOSE: the payload does not match object: at: set is not JSON"
+    # Decided once per class: the consumer hands the stored JSON to perform without a decoding step.
+    assert not types.decodes and types_of(Ship).decodes
 
 
 def test_payload_errors_name_the_binding_the_type_and_the_fields() -> None:

@@ -133,21 +133,19 @@ async def list_schedules(env: object) -> list[JsonObject]:
 
 
 class SchedulePrimer:
-    """the first event a process handles starts one background ``sync()``; a failure is forgotten."""
+    """the first event a process handles starts one background ``sync()``; a failure is forgotten.
+
+    Only an app with schedules has one, so an app without them makes no call per event.
+    """
 
     # S-14
 
-    def __init__(self, enabled: bool) -> None:
-        self._enabled = enabled
+    def __init__(self) -> None:
         self._task: asyncio.Future[None] | None = None
-
-    @property
-    def primed(self) -> bool:
-        return self._task is not None
 
     def prime(self, env: object, ctx: object = None) -> None:
         """Start the sync unless one ran or runs; never awaited by the event that triggered it."""
-        if not self._enabled or self._task is not None:
+        if self._task is not None:
             return
         scheduler: _Schedulers | None = env_binding(env, "SCHEDULER")
         if scheduler is None:

@@ -78,7 +78,7 @@ class Tsumugi(AppSettings):
         self.resolver_factory: ResolverFactory = resolver_factory or self._local_resolver
         self.read_model_sweeper = read_model_sweeper
         self._environment_ok = False
-        self._primer = SchedulePrimer(bool(definition.schedules))
+        self._primer = SchedulePrimer() if definition.schedules else None  # S-14
         self._rest_apps: dict[int, tuple[object, ASGIApp]] = {}
         notices = definition.notice_settings
         self._typed = JobClient(
@@ -295,7 +295,8 @@ class Tsumugi(AppSettings):
     def prime_schedules(self, env: object, ctx: object = None) -> None:
         """the first fetch, queue or scheduled event starts one background scheduler sync."""
         # S-14
-        self._primer.prime(env, ctx)
+        if self._primer is not None:
+            self._primer.prime(env, ctx)
 
     def asgi(self, env: object) -> ASGIApp:
         """The REST API and dashboard for ``env`` as one ASGI app, built once per env (ADR-0100)."""
@@ -336,6 +337,7 @@ class Tsumugi(AppSettings):
             resolver=self.resolver_factory(ctx),
             clock=self.clock,
             spawn_defaults=self._wire_defaults,
+            performer_types=self._inputs.types,
         )
 
     async def scheduled(self, controller: object, env: object, ctx: object = None) -> int:

@@ -50,9 +50,10 @@ class TypedInputs:
     def __init__(self, performers: Mapping[str, type]) -> None:
         self._bindings_of: dict[type, list[str]] = {}
         self._shapes: dict[str, _Shape] = {}
+        self.types: dict[type, PerformerTypes] = {}  # per class, for the consumer (ADR-0140)
         for binding, cls in performers.items():
             self._bindings_of.setdefault(cls, []).append(binding)
-            types = types_of(cls)
+            types = self.types[cls] = types_of(cls)
             defaults = performer_defaults(cls)
             if types.payload_codec is not None or defaults:
                 self._shapes[binding] = _Shape(binding, types, defaults)

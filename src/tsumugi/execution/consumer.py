@@ -41,9 +41,11 @@ class _Resolved:
 
     __slots__ = ("cancel_on_timeout", "performer", "types")
 
-    def __init__(self, performer: Performs) -> None:
+    def __init__(self, performer: Performs, known: Mapping[type, PerformerTypes]) -> None:
         self.performer = performer
-        self.types: PerformerTypes = types_of(type(performer))
+        # A registered class's types were read when the app was defined; a service binding's are untyped.
+        types = known.get(type(performer))
+        self.types: PerformerTypes = types if types is not None else types_of(type(performer))
         # Only a Performer of this process can be cancelled: a service binding's lives elsewhere.
         cancels = isinstance(performer, Performer) and type(performer).cancel_on_timeout is True
         self.cancel_on_timeout = cancels
@@ -61,6 +63,7 @@ class _Batch:
         "log_starts",
         "namespace",
         "pending",
+        "performer_types",
         "performers",
         "resolver",
         "shards",
@@ -76,6 +79,7 @@ class _Batch:
         heartbeat_wait_ms: int,
         pending: int,
         spawn_defaults: Mapping[str, Mapping[str, object]] | None,
+        performer_types: Mapping[type, PerformerTypes],
     ) -> None:
         self.env = env
         self.namespace: ShardNamespace | None = env_binding(env, SHARD_NAMESPACE)
@@ -86,6 +90,7 @@ class _Batch:
         self.performers: dict[str, _Resolved | None] = {}
         self.shards: dict[str, ShardRpc] = {}  # a job id's text before its local id -> its shard's stub
         self.spawn_defaults = spawn_defaults
+        self.performer_types = performer_types
         self.pending = pending
         self.all_settled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.log_starts = jobs_log.isEnabledFor(logging.INFO)  # ADR-0145: checked once per batch
@@ -94,7 +99,10 @@ class _Batch:
         if binding in self.performers:
             return self.performers[binding]
         candidate = self.resolver.resolve(binding, self.env)
-        found = self.performers[binding] = _Resolved(candidate) if has_perform(candidate) else None
+        found = None
+        if has_perform(candidate):
+            found = _Resolved(candidate, self.performer_types)
+        self.performers[binding] = found
         return found
 
     def shard(self, namespace: ShardNamespace, job_id: str) -> ShardRpc:
@@ -152,18 +160,27 @@ async def handle_batch(
     log: logging.Logger = _log,
     heartbeat_wait_ms: int = HEARTBEAT_WAIT_MS,
     spawn_defaults: Mapping[str, Mapping[str, object]] | None = None,
+    performer_types: Mapping[type, PerformerTypes] | None = None,
 ) -> None:
     """Handle one Queue batch concurrently; returns once every message is acked and reported.
 
     Never raises because of a job. A performer that outlives its timeout keeps running after
     this returns; its outcome is discarded. ``spawn_defaults`` holds, per binding, the class
-    default options a spawned child of that binding gets (ADR-0141).
+    default options a spawned child of that binding gets (ADR-0141); ``performer_types`` the declared
+    types of the app's performer classes, read once when it was defined (ADR-0140).
     """
     # J-117, J-118, J-74
     if not messages:
         return
     batch = _Batch(
-        env, resolver, clock or SystemClock(), log, heartbeat_wait_ms, len(messages), spawn_defaults
+        env,
+        resolver,
+        clock or SystemClock(),
+        log,
+        heartbeat_wait_ms,
+        len(messages),
+        spawn_defaults,
+        performer_types or {},
     )
     loop = asyncio.get_running_loop()
     deliveries = [_Delivery(message, batch) for message in messages]
@@ -247,11 +264,13 @@ async def _run(
     shard: ShardRpc,
 ) -> AttemptReport | None:
     batch = delivery.batch
-    try:
-        payload = resolved.types.decode_payload(binding, body.get("payload"))  # ADR-0140
-    except InvalidPayloadError as error:
-        batch.log.warning("tsumugi: perform failed (%s): %s", job_id, error)
-        return outcomes.failure(error, attempt, batch.clock.now())  # an ordinary failure, retried
+    payload: object = body.get("payload")
+    if resolved.types.decodes:  # an untyped payload, or one typed ``object``, is the stored JSON itself
+        try:
+            payload = resolved.types.decode_payload(binding, payload)  # ADR-0140
+        except InvalidPayloadError as error:
+            batch.log.warning("tsumugi: perform failed (%s): %s", job_id, error)
+            return outcomes.failure(error, attempt, batch.clock.now())  # an ordinary failure, retried
     timeout_ms = body.get("timeoutMs")
     if timeout_ms is None:
         timeout_ms = DEFAULT_TIMEOUT_MS
@@ -283,11 +302,13 @@ async def _run(
         return outcomes.failure(error, attempt, batch.clock.now())
     if timer is not None and timer.fired:
         return None
-    try:
-        stored = dump_result(binding, result, resolved.types)  # ADR-0140: JSON, or a failed attempt
-    except ResultNotJsonError as error:
-        batch.log.warning("tsumugi: perform failed (%s): %s", job_id, error)
-        return outcomes.failure(error, attempt, batch.clock.now())
+    stored = None  # most performers return nothing: nothing to convert
+    if result is not None:
+        try:
+            stored = dump_result(binding, result, resolved.types)  # ADR-0140: JSON, or a failed attempt
+        except ResultNotJsonError as error:
+            batch.log.warning("tsumugi: perform failed (%s): %s", job_id, error)
+            return outcomes.failure(error, attempt, batch.clock.now())
     return outcomes.success(stored, ctx.spawns, attempt, batch.spawn_defaults)
 
 

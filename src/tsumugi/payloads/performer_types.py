@@ -19,6 +19,7 @@ from tsumugi.errors import ConfigurationError, InvalidPayloadError, ResultNotJso
 from tsumugi.payloads.issues import Mismatch
 from tsumugi.payloads.json_values import to_json
 from tsumugi.payloads.type_compile import NeedsPydantic, compile_type, mentions_pydantic, type_name
+from tsumugi.payloads.type_nodes import ANY
 from tsumugi.performer import Performer
 
 if TYPE_CHECKING:
@@ -43,14 +44,35 @@ class _ResultDumper(Protocol):
     def dump(self, value: object) -> JsonValue: ...
 
 
+class _AnyJson:
+    """The codec of a payload typed ``object``: any JSON value, converted as a result is; decoding keeps it.
+
+    ``encode`` is ``to_json`` itself, so such a payload goes through no type node.
+    """
+
+    encode = staticmethod(to_json)
+
+    @staticmethod
+    def decode(data: object) -> object:
+        return data
+
+
+_ANY_JSON: Final = _AnyJson()
+
+
 @dataclass(frozen=True, slots=True)
 class PerformerTypes:
-    """What one performer class declares; ``payload_codec`` is None for an untyped payload."""
+    """What one performer class declares; ``payload_codec`` is None for an untyped payload.
+
+    ``decodes`` is False when ``perform`` receives the stored JSON as it is (an untyped payload, or one
+    typed ``object``): decided once per class, so the consumer skips the decoding of each job.
+    """
 
     payload_type: TypeForm[object]  # ``Any`` when undeclared
     result_type: TypeForm[object]
     payload_codec: Codec | None
     result_dumper: _ResultDumper | None  # only for a result type that needs pydantic
+    decodes: bool = True
 
     def encode_payload(self, binding: str, payload: object) -> object:
         """The JSON stored for ``payload``; raises ``InvalidPayloadError`` naming every bad field.
@@ -80,7 +102,7 @@ class PerformerTypes:
         return InvalidPayloadError(message, issues)
 
 
-_UNTYPED: Final = PerformerTypes(Any, Any, None, None)
+_UNTYPED: Final = PerformerTypes(Any, Any, None, None, decodes=False)
 _BUILT: Final[dict[object, PerformerTypes]] = {}  # per class: its checks are built once
 
 
@@ -117,14 +139,16 @@ def _build(performer: object) -> PerformerTypes:
     result_dumper = _pydantic(result_type, owner) if mentions_pydantic(result_type) else None
     if payload_codec is None and result_dumper is None and result_type is Any:
         return _UNTYPED
-    return PerformerTypes(payload_type, result_type, payload_codec, result_dumper)
+    decodes = payload_codec is not None and payload_codec is not _ANY_JSON
+    return PerformerTypes(payload_type, result_type, payload_codec, result_dumper, decodes)
 
 
 def _codec(tp: TypeForm[object], owner: str) -> Codec:
     try:
-        return compile_type(tp)
+        node = compile_type(tp)
     except NeedsPydantic:
         return _pydantic(tp, owner)
+    return _ANY_JSON if node is ANY else node  # ``object``: any JSON value, checked without a type node
 
 
 def _pydantic(tp: TypeForm[object], owner: str) -> PydanticCodec:
