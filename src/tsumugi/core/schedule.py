@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from tsumugi.core.aging import effective_priority
 from tsumugi.core.config_policy import Policy
 from tsumugi.core.defaults import (
     DEFAULT_GUARANTEE,
@@ -317,6 +316,17 @@ class _Walk:
             deadline = self.now_ms + job.timeout_ms + self.policy.reaper_grace_ms
             self.next_deadline = _earliest(self.next_deadline, deadline)
         return out
+
+
+def effective_priority(priority: float, created_at: int, now_ms: int, aging_interval_ms: int | None) -> float:
+    """``priority + floor(max(0, now - created_at) / aging_interval_ms)``; no aging when unset or <= 0.
+
+    Aging counts from creation, so delayed and retried jobs arrive already aged.
+    """
+    # J-150a
+    if aging_interval_ms is None or aging_interval_ms <= 0:
+        return priority
+    return priority + math.floor(max(0, now_ms - created_at) / aging_interval_ms)
 
 
 def candidate_order(

@@ -13,7 +13,7 @@ from typing import NamedTuple, NotRequired, TypeAlias, TypedDict
 from tsumugi.core import jsonwire
 from tsumugi.core.json_types import JsonObject
 from tsumugi.ports import SqlExecutor
-from tsumugi.storage.sql_values import integer
+from tsumugi.storage.job_rows import integer
 
 
 class RunJobEvent(TypedDict):

@@ -13,10 +13,9 @@ from typing import Final, TypeAlias
 
 from tsumugi.core.states import TERMINAL_STATES
 from tsumugi.ports import Row, SqlExecutor, SqlValue
-from tsumugi.storage.job_rows import JobRow, chunks
+from tsumugi.storage.job_rows import JobRow, chunks, integer, literal_list, optional_integer
 from tsumugi.storage.read_model_schema import JOB_COLUMNS as READ_MODEL_COLUMNS
 from tsumugi.storage.read_model_writer import ScalarSnapshot
-from tsumugi.storage.sql_values import integer, literal_list, optional_integer
 
 MARK: Final = "INSERT OR IGNORE INTO outbox (job_id) VALUES (?)"
 # A change to a job still waiting for its first projection needs no mark: that projection reads the row.

@@ -1,4 +1,8 @@
-"""Job row columns and the lane placement of each state (ADR-0042, ADR-0043)."""
+"""Job row columns, the lane placement of each state, and SQL values read as their columns' types.
+
+The SQL edge narrows a value once (``integer``, ``optional_integer``, ...); code past it is typed
+(ADR-0042, ADR-0043).
+"""
 
 from __future__ import annotations
 
@@ -115,3 +119,30 @@ def job_from_row(row: Row, columns: tuple[str, ...] = JOB_COLUMNS) -> JobRow:
 def scheduled_lane(run_after: int, priority: float, now_ms: int) -> tuple[int, float]:
     """``(ready, lane_at)`` of a SCHEDULED job: ready jobs sort by priority, waiting ones by time."""
     return (1, priority) if run_after <= now_ms else (0, run_after)
+
+
+def literal_list(values: Iterable[str]) -> str:
+    """A fixed SQL ``IN`` list of string literals (``('FAILED', 'STALLED')``), for constant state sets.
+
+    A partial index's ``WHERE state IN (...)`` matches only literals, never bound parameters.
+    """
+    return "(" + ", ".join(f"'{value}'" for value in values) + ")"
+
+
+def integer(value: SqlValue) -> int:
+    """An INTEGER column's value (Durable Object SQL may hand a whole number over as a float)."""
+    if isinstance(value, int | float):
+        return int(value)
+    raise TypeError(f"expected a number from SQL, read {value!r}")
+
+
+def integer_or_real(value: SqlValue) -> int | float:
+    """A REAL (or INTEGER) column's value."""
+    if isinstance(value, int | float):
+        return value
+    raise TypeError(f"expected a number from SQL, read {value!r}")
+
+
+def optional_integer(value: SqlValue) -> int | None:
+    """``integer`` of a nullable column."""
+    return None if value is None else integer(value)

@@ -21,11 +21,12 @@ from tsumugi.storage.job_rows import (
     MAX_BOUND_PARAMS,
     JobRow,
     chunks,
+    integer,
     job_from_row,
+    literal_list,
     seq_floor,
 )
-from tsumugi.storage.lane_expressions import RowExpression
-from tsumugi.storage.sql_values import integer, literal_list
+from tsumugi.storage.lane_queries import RowExpression
 
 # Columns every new job has; the others are mostly NULL and are left out of its INSERT, since binding a
 # parameter costs more than the column's default (ADR-0120).
@@ -69,7 +70,7 @@ _SETTLE_SQL: Final = (
     "version = max(version + 1, ?) FROM (VALUES {values}) AS v "
     "WHERE job.id = v.column1 AND +job.state IN (?, ?) RETURNING job.id"
 )
-# What an update sets: a column's new value, or an expression over the old row (``lane_expressions``).
+# What an update sets: a column's new value, or an expression over the old row (``lane_queries``).
 Assignments: TypeAlias = dict[str, SqlValue | RowExpression]
 
 
@@ -218,7 +219,7 @@ class JobStore(JobMarks):
         """One conditional update: ``SET... WHERE id = ? AND state IN (...)``.
 
         ``assignments`` maps a column to a value, or to a ``RowExpression`` over the *old* row
-        (``lane_expressions``). A transition also stamps ``updated_at`` and clears the
+        (``lane_queries``). A transition also stamps ``updated_at`` and clears the
         heartbeat, progress and cancel request. Returns the new row, or None if no row
         matched.
         """

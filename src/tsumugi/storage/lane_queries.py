@@ -1,20 +1,24 @@
-"""Index-served reads of the job lanes: ready merge, waiting, in flight, sweep (ADR-0043).
+"""The job lanes (ADR-0043): index-served reads (ready merge, waiting, in flight, sweep) and the
+``lane_at`` values a transition computes from the row itself.
 
 Every query here is a range over ``job_lane`` (or ``job_key_in_flight``), so a tick reads what it uses
-plus one row per distinct ready priority, whatever the backlog.
+plus one row per distinct ready priority, whatever the backlog. The lane index orders every job (see
+``shard_schema``): a ready job by priority, an in-flight one by when its silence ends. Where that value is
+computed from the stored row, it is a ``RowExpression`` over the *old* row, evaluated by SQLite in the
+same ``UPDATE``; the functions at the end name every one, so no SQL is written outside ``storage/``.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Final
 
-from tsumugi.core.aging import effective_priority
+from tsumugi.core.schedule import effective_priority
 from tsumugi.core.states import IN_FLIGHT_STATES
-from tsumugi.ports import SqlExecutor
-from tsumugi.storage.job_rows import JOB_SELECT, JobRow, job_from_row
-from tsumugi.storage.sql_values import integer, literal_list
+from tsumugi.ports import SqlExecutor, SqlValue
+from tsumugi.storage.job_rows import JOB_SELECT, JobRow, integer, job_from_row, literal_list
 
 PAGE_ROWS: Final = 100  # rows fetched per priority stream per round trip
 _IN_FLIGHT: Final = tuple(sorted(IN_FLIGHT_STATES))  # ("QUEUED", "RUNNING")
@@ -167,3 +171,45 @@ class LaneQueries:
         rows = self.sql.execute("SELECT min(lane_at) FROM job WHERE state = ? AND ready = 0", (state,))
         value = rows[0][0] if rows else None
         return int(value) if value is not None else None
+
+
+# ---------------------------------------------------------------------- lane values computed from the row
+@dataclass(frozen=True, slots=True)
+class RowExpression:
+    """A column value SQLite computes from the row being updated, with its parameters."""
+
+    sql: str
+    params: tuple[SqlValue, ...] = ()
+
+
+def by_priority() -> RowExpression:
+    """A job that is ready: it sorts by its own priority."""
+    return RowExpression("priority")
+
+
+def silence_ends_after(now_ms: int) -> RowExpression:
+    """Dispatched at ``now_ms``: its silence ends ``timeout_ms`` later."""
+    # J-111
+    return RowExpression("? + timeout_ms", (now_ms,))
+
+
+def silence_ends_after_dispatch() -> RowExpression:
+    """Claimed: the silence still counts from the dispatch (claiming does not move it)."""
+    # J-111
+    return RowExpression("dispatched_at + timeout_ms")
+
+
+def silence_ends_after_heartbeat(now_ms: int) -> RowExpression:
+    """A heartbeat at ``now_ms`` moves the silence's origin, never before a pending cancel."""
+    # J-111, J-135
+    return RowExpression(
+        "CASE WHEN cancel_requested_at IS NULL THEN max(dispatched_at, ?) + timeout_ms "
+        "ELSE min(max(dispatched_at, ?) + timeout_ms, cancel_requested_at) END",
+        (now_ms, now_ms),
+    )
+
+
+def no_later_than(now_ms: int) -> RowExpression:
+    """A cancel request at ``now_ms``: the reaper looks at the job by then at the latest."""
+    # J-135
+    return RowExpression("min(lane_at, ?)", (now_ms,))

@@ -12,9 +12,9 @@ from typing import Final
 
 from tsumugi.core.states import FAILURE_STATES
 from tsumugi.ports import SqlDatabase, SqlValue
+from tsumugi.storage.job_rows import literal_list
 from tsumugi.storage.read_model_schema import TERMINAL_JOB_STATES
 from tsumugi.storage.read_model_writer import ScalarSnapshot
-from tsumugi.storage.sql_values import literal_list
 
 HOUR_MS: Final = 3_600_000
 METRICS_DDL: Final[tuple[str, ...]] = (

@@ -9,8 +9,7 @@ from tsumugi.core import jsonwire
 from tsumugi.core.json_types import JsonObject, JsonValue
 from tsumugi.core.token_bucket import Bucket
 from tsumugi.ports import SqlExecutor
-from tsumugi.storage.job_rows import chunks
-from tsumugi.storage.sql_values import integer, integer_or_real
+from tsumugi.storage.job_rows import chunks, integer, integer_or_real
 
 SETTINGS = "settings"  # the settings in force (JSON)
 STATIC_SETTINGS = "static_settings"  # the last settings carried by an enqueue, for reset (J-176)

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from tsumugi.core.aging import effective_priority
 from tsumugi.core.progress import normalize_progress
+from tsumugi.core.schedule import effective_priority
 from tsumugi.core.trace import TRACEPARENT_ERROR, validate_traceparent
 from tsumugi.errors import EnqueueError
 
