@@ -16,9 +16,9 @@ from tsumugi.ports import SqlExecutor
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
 from tsumugi.storage.job_rows import JOB_COLUMNS, scheduled_lane, seq_floor
 from tsumugi.storage.job_store import JobStore
+from tsumugi.storage.key_tables import UniqueKeys
 from tsumugi.storage.lane_queries import LaneQueries
 from tsumugi.storage.shard_schema import ensure_shard_schema
-from tsumugi.storage.unique_keys import UniqueKeys
 
 EXECUTORS: dict[str, Callable[[], SqlExecutor]] = {"sqlite3": SqliteExecutor}
 NOW = 1_000_000
