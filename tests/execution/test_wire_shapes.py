@@ -12,7 +12,7 @@ import pytest
 
 from tsumugi.coordinator.shard_tick import dispatch_message
 from tsumugi.errors import PermanentFailure, RetryAfter
-from tsumugi.execution import outcomes
+from tsumugi.execution.attempt import failure_report, not_found_report, success_report
 from tsumugi.execution.messages import DispatchMessage, FailureReport, SpawnWire, SuccessReport
 from tsumugi.performer import SpawnRequest
 
@@ -41,9 +41,9 @@ def test_the_shards_dispatch_message_has_the_fields_the_consumer_reads() -> None
 
 def test_a_success_report_is_ok_result_and_the_optional_spawns_and_attempt() -> None:
     # J-119
-    _keys_fit(SuccessReport, dict(outcomes.success({"sent": True}, (), None)))
+    _keys_fit(SuccessReport, dict(success_report({"sent": True}, (), None)))
     spawned = SpawnRequest(id="child", binding="SMS", payload={"n": 1}, options={"max_attempts": 2})
-    report = outcomes.success(None, (spawned,), 3, {"SMS": {"priority": 5}})
+    report = success_report(None, (spawned,), 3, {"SMS": {"priority": 5}})
     _keys_fit(SuccessReport, dict(report))
     assert report["spawns"] == [
         {"id": "child", "binding": "SMS", "payload": {"n": 1}, "options": {"priority": 5, "maxAttempts": 2}}
@@ -64,8 +64,8 @@ def test_a_failure_report_is_ok_false_an_error_and_the_optional_retry(
     error: BaseException, retry: dict[str, Any] | None
 ) -> None:
     # J-76
-    report = outcomes.failure(error, 2, 1_000)
+    report = failure_report(error, 2, 1_000)
     _keys_fit(FailureReport, dict(report))
     assert report.get("retry") == retry
     assert report["attempt"] == 2
-    _keys_fit(FailureReport, dict(outcomes.not_found("MAIL", None)))
+    _keys_fit(FailureReport, dict(not_found_report("MAIL", None)))

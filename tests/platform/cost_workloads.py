@@ -19,8 +19,8 @@ from tests.platform.replay_client import LoopbackD1Database, ReplayServer
 
 from tsumugi.clock import FixedClock
 from tsumugi.coordinator.job_shard import JobShard
+from tsumugi.execution.attempt import PerformersResolver
 from tsumugi.execution.consumer import handle_batch
-from tsumugi.execution.performer_resolution import PerformersResolver
 from tsumugi.performer import JobContext, Performer
 from tsumugi.ports import JsonDict
 from tsumugi.runtimes.cloudflare.queue_producer import batch_chunks

@@ -1,26 +1,96 @@
-"""One attempt: the throttled heartbeat and ``perform`` under a restartable timeout."""
-# J-64..J-68, J-74
+"""One attempt: who performs it, ``perform`` under a restartable timeout, the throttled heartbeat, and
+the report the consumer sends to the shard."""
+# J-61, J-64..J-68, J-73, J-74, J-76, J-119
 
 from __future__ import annotations
 
 import asyncio
 import inspect
 import logging
+import traceback
 import types
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from types import CoroutineType
-from typing import Final, TypeVar
+from typing import Final, Protocol, TypeGuard, TypeVar
 
+from tsumugi.client import env_binding
 from tsumugi.clock import Clock
-from tsumugi.execution.performer_resolution import Performs
-from tsumugi.performer import HeartbeatResult, JobContext
+from tsumugi.core.config_checks import camel_case
+from tsumugi.core.json_types import JsonValue
+from tsumugi.errors import (
+    InvalidPayloadError,
+    PermanentFailure,
+    ResultNotJsonError,
+    RetryAfter,
+    TsumugiTimeoutError,
+)
+from tsumugi.execution.messages import FailureReport, SpawnWire, SuccessReport
+from tsumugi.performer import HeartbeatResult, JobContext, SpawnRequest
 from tsumugi.ports import ShardRpc
 
-__all__ = ["HEARTBEAT_MIN_INTERVAL_MS", "HEARTBEAT_WAIT_MS", "AttemptHeartbeat", "AttemptTimer", "perform"]
+__all__ = [
+    "HEARTBEAT_MIN_INTERVAL_MS",
+    "HEARTBEAT_WAIT_MS",
+    "AttemptHeartbeat",
+    "AttemptTimer",
+    "PerformersResolver",
+    "Performs",
+    "error_text",
+    "failure_report",
+    "has_perform",
+    "not_found_report",
+    "perform",
+    "success_report",
+]
 
 HEARTBEAT_MIN_INTERVAL_MS: Final = 5_000  # J-64: calls closer than this to the last sent one are dropped
 HEARTBEAT_WAIT_MS: Final = 1_000  # J-65: a heartbeat never holds the performer up longer than this
 _T = TypeVar("_T")
+_NOT_FOUND: Final = "performer not found: {} (export it, or add a service binding)"  # J-61
+# Raised by the consumer around perform, not inside it: the message says it all, a stack would not help.
+_WITHOUT_STACK: Final = (TsumugiTimeoutError, InvalidPayloadError, ResultNotJsonError)
+
+
+# ---------------------------------------------------------------------- who performs (J-61)
+class Performs(Protocol):
+    """What the consumer calls: a ``perform(payload, ctx)``, sync or async, whose types it cannot know.
+
+    A ``Performer`` subclass, a service binding's stub, any object with a callable ``perform``.
+    """
+
+    @property
+    def perform(self) -> Callable[..., object]: ...
+
+
+def has_perform(candidate: object) -> TypeGuard[Performs]:
+    """True when ``candidate`` exposes a callable ``perform`` (``invalid``)."""
+    # J-61, J-205
+    return candidate is not None and callable(getattr(candidate, "perform", None))
+
+
+class PerformersResolver:
+    """Resolves from the ``performers`` map, then from ``env`` (a service binding).
+
+    A class in the map is instantiated with ``(ctx, env)``; a ``remote()`` marker or an
+    unknown name falls through to ``env[binding]``.
+    """
+
+    __slots__ = ("_ctx", "_performers")
+
+    def __init__(self, performers: Mapping[str, object], ctx: object = None) -> None:
+        self._performers = performers
+        self._ctx = ctx
+
+    def resolve(self, binding: str, env: object) -> object | None:
+        entry = self._performers.get(binding)
+        if isinstance(entry, type):
+            instance: object = entry(self._ctx, env)
+            return instance
+        candidate: object = env_binding(env, binding)
+        return candidate if has_perform(candidate) else None
+
+
+# ---------------------------------------------------------------------- the attempt (J-64..J-74)
 
 
 class AttemptTimer:
@@ -229,3 +299,73 @@ async def _cancellable(pending: Awaitable[object], timer: AttemptTimer) -> objec
         raise
     finally:
         timer.cancel()
+
+
+# ---------------------------------------------------------------------- the report (J-119, J-73, J-76)
+def error_text(error: BaseException) -> str:
+    """The attempt's error text: the Python traceback; the shard truncates it."""
+    # J-73 [PORT]
+    if isinstance(error, _WITHOUT_STACK):
+        return f"{type(error).__name__}: {error}"
+    try:
+        return "".join(traceback.format_exception(error))
+    except Exception:
+        return f"{type(error).__name__}: {error}"
+
+
+def success_report(
+    result: JsonValue,
+    spawns: Sequence[SpawnRequest],
+    attempt: int | None,
+    spawn_defaults: Mapping[str, Mapping[str, object]] | None = None,
+) -> SuccessReport:
+    """``{ok: true, result, spawns?, attempt}``; spawns only when non-empty.
+
+    A spawn's options are laid over its binding's class defaults (``spawn_defaults``, ADR-0141).
+    """
+    # J-119
+    outcome: SuccessReport = {"ok": True, "result": result}
+    if spawns:
+        defaults = spawn_defaults or {}
+        outcome["spawns"] = [_spawn_wire(spawn, defaults.get(spawn.binding)) for spawn in spawns]
+    if attempt is not None:
+        outcome["attempt"] = attempt
+    return outcome
+
+
+def failure_report(error: BaseException, attempt: int | None, now_ms: int) -> FailureReport:
+    """``{ok: false, error, retry?, attempt}``; a performer's retry signal becomes data."""
+    # J-76
+    outcome: FailureReport = {"ok": False, "error": error_text(error)}
+    if isinstance(error, PermanentFailure):
+        outcome["retry"] = {"kind": "never"}
+    elif isinstance(error, RetryAfter):
+        at = error.at if error.at is not None else now_ms + (error.delay_ms or 0)
+        outcome["retry"] = {"kind": "at", "at": at}
+    if attempt is not None:
+        outcome["attempt"] = attempt
+    return outcome
+
+
+def not_found_report(binding: str, attempt: int | None) -> FailureReport:
+    outcome: FailureReport = {"ok": False, "error": _NOT_FOUND.format(binding)}
+    if attempt is not None:
+        outcome["attempt"] = attempt
+    return outcome
+
+
+def _spawn_wire(spawn: SpawnRequest, defaults: Mapping[str, object] | None) -> SpawnWire:
+    wire: SpawnWire = {"id": spawn.id, "binding": spawn.binding, "payload": spawn.payload}
+    options: dict[str, object] = dict(defaults or {})
+    for key, value in spawn.options.items():
+        name = camel_case(key)
+        if value is not None or name not in options:  # None is "not given" (J-28): the default stays
+            options[name] = _option_wire(value)
+    if options:
+        wire["options"] = options
+    return wire
+
+
+def _option_wire(value: object) -> object:
+    to_wire = getattr(value, "to_wire", None)  # backoff objects (J-100)
+    return to_wire() if callable(to_wire) else value

@@ -19,10 +19,18 @@ from tsumugi.clock import Clock, SystemClock
 from tsumugi.core.defaults import DEFAULT_TIMEOUT_MS  # J-110: when a dispatch message carries no timeoutMs
 from tsumugi.core.ids import parse_job_id, shard_name_of, validate_local_id
 from tsumugi.errors import InvalidPayloadError, ResultNotJsonError, TsumugiTimeoutError
-from tsumugi.execution import outcomes
-from tsumugi.execution.attempt import HEARTBEAT_WAIT_MS, AttemptHeartbeat, AttemptTimer, perform
+from tsumugi.execution.attempt import (
+    HEARTBEAT_WAIT_MS,
+    AttemptHeartbeat,
+    AttemptTimer,
+    Performs,
+    failure_report,
+    has_perform,
+    not_found_report,
+    perform,
+    success_report,
+)
 from tsumugi.execution.messages import AttemptReport, DispatchMessage
-from tsumugi.execution.performer_resolution import Performs, has_perform
 from tsumugi.logging import jobs_log, log_event
 from tsumugi.payloads import PerformerTypes, dump_result, types_of
 from tsumugi.performer import JobContext, Performer
@@ -229,7 +237,7 @@ async def _handle_one(delivery: _Delivery) -> None:
             won = await shard.claim(job_id)  # J-107
         except Exception as error:
             delivery.ack()  # the performer did not run; the claim failure is the attempt's failure
-            await _report(shard, job_id, outcomes.failure(error, attempt, batch.clock.now()), batch)
+            await _report(shard, job_id, failure_report(error, attempt, batch.clock.now()), batch)
             return
         if not won:
             delivery.ack()  # a duplicate delivery lost the claim: no run, no report
@@ -243,7 +251,7 @@ async def _handle_one(delivery: _Delivery) -> None:
     resolved = batch.performer(binding)
     outcome: AttemptReport | None
     if resolved is None:
-        outcome = outcomes.not_found(binding, attempt)  # J-61: an ordinary, retried failure
+        outcome = not_found_report(binding, attempt)  # J-61: an ordinary, retried failure
     else:
         outcome = await _run(delivery, resolved, binding, message, job_id, attempt, shard)
     if outcome is None:
@@ -270,7 +278,7 @@ async def _run(
             payload = resolved.types.decode_payload(binding, payload)  # ADR-0140
         except InvalidPayloadError as error:
             batch.log.warning("tsumugi: perform failed (%s): %s", job_id, error)
-            return outcomes.failure(error, attempt, batch.clock.now())  # an ordinary failure, retried
+            return failure_report(error, attempt, batch.clock.now())  # an ordinary failure, retried
     timeout_ms = body.get("timeoutMs")
     if timeout_ms is None:
         timeout_ms = DEFAULT_TIMEOUT_MS
@@ -299,7 +307,7 @@ async def _run(
         if timer is not None and timer.fired:
             return None  # J-74: a late outcome is discarded
         batch.log.warning("tsumugi: perform failed (%s)", job_id, exc_info=error)
-        return outcomes.failure(error, attempt, batch.clock.now())
+        return failure_report(error, attempt, batch.clock.now())
     if timer is not None and timer.fired:
         return None
     stored = None  # most performers return nothing: nothing to convert
@@ -308,8 +316,8 @@ async def _run(
             stored = dump_result(binding, result, resolved.types)  # ADR-0140: JSON, or a failed attempt
         except ResultNotJsonError as error:
             batch.log.warning("tsumugi: perform failed (%s): %s", job_id, error)
-            return outcomes.failure(error, attempt, batch.clock.now())
-    return outcomes.success(stored, ctx.spawns, attempt, batch.spawn_defaults)
+            return failure_report(error, attempt, batch.clock.now())
+    return success_report(stored, ctx.spawns, attempt, batch.spawn_defaults)
 
 
 def _on_timeout(
@@ -333,7 +341,7 @@ async def _report_timeout(
 ) -> None:
     try:
         delivery.ack()
-        outcome = outcomes.failure(error, attempt, delivery.batch.clock.now())
+        outcome = failure_report(error, attempt, delivery.batch.clock.now())
         if delivery.trace is not None:
             delivery.trace.end(outcome, delivery.batch.clock.now(), error)
         await _report(shard, job_id, outcome, delivery.batch)

@@ -6,8 +6,7 @@ import inspect
 from collections.abc import Callable
 
 from tsumugi.client import env_binding
-from tsumugi.execution.attempt import HEARTBEAT_MIN_INTERVAL_MS
-from tsumugi.execution.performer_resolution import has_perform
+from tsumugi.execution.attempt import HEARTBEAT_MIN_INTERVAL_MS, has_perform
 from tsumugi.performer import JobContext
 from tsumugi.ports import PerformerResolver
 from tsumugi.testing.chaos.injector import Injector
