@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import peers
 
 from tsumugi.client import shard_for
-from tsumugi.coordinator import job_shard, shard_drains
+from tsumugi.coordinator import job_shard, shard_tick
 from tsumugi.runtimes.local import dispatch_queue, sql_database, sqlite_executor
 from tsumugi.runtimes.local.runtime import LocalRuntime
 
@@ -118,8 +118,8 @@ def instrument() -> None:
         (job_shard.JobShard, "enqueue_many", "enqueue"),
         (job_shard.JobShard, "_tick", "tick"),
         (job_shard, "plan_tick", "dispatch"),
-        (shard_drains, "send", "send"),
-        (shard_drains, "project", "project"),
+        (shard_tick, "send", "send"),
+        (shard_tick, "project", "project"),
         (dispatch_queue.DurableQueue, "lease", "lease"),
         (job_shard.JobShard, "report_many", "report"),
         (dispatch_queue.DurableQueue, "settle", "ack"),

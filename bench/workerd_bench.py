@@ -48,7 +48,7 @@ from tests.workerd.harness import (
     why_workerd_cannot_run,
 )
 
-from tsumugi.coordinator.shard_drains import FIRST_PROJECTION_DELAY_MS
+from tsumugi.coordinator.shard_tick import FIRST_PROJECTION_DELAY_MS
 from tsumugi.core.config import DEFAULT_SWEEP_AFTER_MS
 
 LATENCY_BINDING: Final = "Greet"  # one shard; only the example's flows enqueue it otherwise

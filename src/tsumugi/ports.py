@@ -7,7 +7,7 @@ with Durable Object storage, Queues and D1.
 
 They are not the only protocols engine code sees. Narrower ones live beside the code that asks for them:
 a run's peers and run projection (``coordinator/run_ports.py``), the shard's metrics writer
-(``coordinator/shard_context.py``), what the REST app asks of the application serving it
+(``coordinator/context.py``), what the REST app asks of the application serving it
 (``api/options.py``), and ``clock.Clock``. Those are implemented by engine or application code, or by a
 runtime that matches them by shape.
 

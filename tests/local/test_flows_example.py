@@ -82,7 +82,7 @@ async def test_timed_pins_its_ten_minute_deadline(example: LoadedApp, runtime: L
     # F-11, F-20 step 4: the flow's deadline_ms applies when start gives none
     run_id = await example.tsumugi.start(runtime.env, "TIMED", {"prefix": "t"})
     coordinator = runtime.env.RUN.coordinators.coordinator(run_id)
-    stored = coordinator.store.run()
+    stored = coordinator.ctx.store.run()
     assert stored.deadline_ms == 600_000
     assert stored.deadline_at == stored.created_at + 600_000
     async with rest_client(example.tsumugi.asgi(runtime.env)) as client:

@@ -64,8 +64,8 @@ async def test_ten_thousand_children_complete(tmp_path: Path) -> None:
 
         assert await until(finished, "the 10,000-child run", DEADLINE_S) == "COMPLETED"
         coordinator = rt.env.RUN.coordinators.coordinator(run_id)
-        counters = coordinator.store.counters()
-        nodes = coordinator.store.nodes()
+        counters = coordinator.ctx.store.counters()
+        nodes = coordinator.ctx.store.nodes()
     assert len(nodes) == CHILDREN + 2
     assert {node.state for node in nodes} == {"COMPLETED"}
     assert counters == (CHILDREN + 2, CHILDREN + 2, 0)  # F-26

@@ -1,7 +1,7 @@
 """JobShard: the TsumugiJobShard Durable Object minus the Durable Object (implements ``ShardRpc``).
 
-Every RPC runs its storage work synchronously in one transaction (so check-then-insert is atomic),
-then awaits only the alarm. The alarm handler is one tick.
+A class over its ``ShardContext`` (ADR-0160). Every RPC runs its storage work synchronously in one
+transaction (so check-then-insert is atomic), then awaits only the alarm. The alarm handler is one tick.
 """
 # J-4, J-161
 
@@ -13,9 +13,9 @@ from dataclasses import replace
 from typing import Final
 
 from tsumugi.clock import Clock
-from tsumugi.coordinator import shard_drains
+from tsumugi.coordinator import shard_tick
+from tsumugi.coordinator.context import TICK_RETRY_MS, MetricsWriter, ShardContext, log
 from tsumugi.coordinator.mutation_result import MutationResult
-from tsumugi.coordinator.shard_context import MetricsWriter, ShardContext, log
 from tsumugi.coordinator.shard_enqueue import enqueue_batch
 from tsumugi.coordinator.shard_mutations import apply_cancel, apply_reschedule, apply_retry
 from tsumugi.coordinator.shard_reports import (
@@ -32,9 +32,8 @@ from tsumugi.core.outcome import outcome_from_wire
 from tsumugi.core.policy import merge_policy, settings_from_wire
 from tsumugi.errors import UnknownMutationError
 from tsumugi.ports import AlarmPort, DispatchQueue, ReadModelWriter, RunNamespace, ShardNamespace, SqlExecutor
-from tsumugi.storage.setting_store import LAST_BLOCKED
+from tsumugi.storage.key_tables import LAST_BLOCKED
 
-TICK_FAILURE_RETRY_MS: Final = 5000  # J-164: a failed tick re-arms 5 s later instead of giving up
 _NOT_BLOCKED: Final[JsonObject] = {
     "capacity": False,
     "tokens": False,
@@ -265,38 +264,31 @@ class JobShard:
 
     # ------------------------------------------------------------------ the tick (J-161)
     async def alarm(self) -> None:
-        ctx = self.ctx
-        now = ctx.clock.now()
-        try:
-            next_at = await self._tick(now)
-        except Exception:
-            log.exception("tsumugi: tick failed")
-            await ctx.arm(now + TICK_FAILURE_RETRY_MS, stale_before=now)
-            return
-        if next_at is not None:
-            await ctx.arm(next_at, stale_before=now)
+        await self.ctx.tick(self._tick, failure="tsumugi: tick failed")  # J-164
 
-    async def _tick(self, now: int) -> int | None:
+    async def _tick(self, now: int) -> None:
+        """Plan and send in one transaction, then the drains and the sweep; arm at the earliest wake."""
         ctx = self.ctx
         plan = ctx.transaction(lambda: plan_tick(ctx, now))
-        await shard_drains.send(ctx, plan.messages)
+        await shard_tick.send(ctx, plan.messages)
         wake: list[int | None] = [plan.next_alarm_at]
         rerun = plan.rerun
         try:
-            more, fresh_due_at = await shard_drains.project(ctx, now)
+            more, fresh_due_at = await shard_tick.project(ctx, now)
             rerun = rerun or more
             wake.append(fresh_due_at)
         except Exception:
             log.exception("tsumugi: projection failed")
-            wake.append(now + TICK_FAILURE_RETRY_MS)
-        for drain in (shard_drains.notify_runs, shard_drains.deliver_notices):
+            wake.append(now + TICK_RETRY_MS)
+        for drain in (shard_tick.notify_runs, shard_tick.deliver_notices):
             more, failed = await drain(ctx)
             rerun = rerun or more
             if failed:
-                wake.append(now + TICK_FAILURE_RETRY_MS)
-        more, sweep_at = shard_drains.sweep(ctx, now)
+                wake.append(now + TICK_RETRY_MS)
+        more, sweep_at = shard_tick.sweep(ctx, now)
         wake.append(sweep_at)
         if rerun or more:
             wake.append(now)
         present = [w for w in wake if w is not None]
-        return min(present) if present else None
+        if present:
+            await ctx.arm(min(present), stale_before=now)

@@ -4,17 +4,17 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, ClassVar, Final
+from typing import Final
 
 from tsumugi import telemetry
+from tsumugi.coordinator.context import RunContext
 from tsumugi.coordinator.run_decisions import DecisionApplier, TickWork
-from tsumugi.coordinator.run_telemetry import settled_run
 from tsumugi.coordinator.run_waits import wake_due
 from tsumugi.core.flow.advance import Decision, DecisionType
-from tsumugi.storage.run_store import NodeRow, RunRow
+from tsumugi.storage.run_store import DONE_STATES, NodeRow, RunRow, RunStore
+from tsumugi.telemetry import NodeRecord, RunRecord
 
-if TYPE_CHECKING:
-    from tsumugi.coordinator.run import RunCoordinator
+log = logging.getLogger("tsumugi.run")
 
 MAX_ROUNDS: Final = 32  # F-35: decision rounds per tick; a deeper skip cascade continues next tick
 MAX_DECISIONS: Final = 200  # F-35: decisions per tick, so one alarm's wall time stays bounded
@@ -24,33 +24,32 @@ BUSY_RECHECK_MS: Final = 5000
 
 
 class RunTick:
-    log: ClassVar[logging.Logger] = logging.getLogger("tsumugi.run")
-    RETRY_MS: ClassVar[int] = 5000  # F-38: a failed tick is retried after five seconds, forever
+    """One tick of one run at ``now_ms``, over the run's context; ``run`` does it and arms the next alarm."""
 
-    def __init__(self, coordinator: RunCoordinator) -> None:
-        self.c = coordinator
-        self.now = coordinator.clock.now()
+    def __init__(self, ctx: RunContext, now_ms: int) -> None:
+        self.ctx = ctx
+        self.now = now_ms
 
     def decisions(
         self, limit: int, handled: set[tuple[str, str]] | None = None
     ) -> tuple[RunRow, list[Decision]]:
         """The run row and the first ``limit`` decisions of ``advance`` not yet ``handled`` (ADR-0115)."""
-        run = self.c.store.run()
+        run = self.ctx.store.run()
         assert run is not None
         done = handled or set()
-        return run, self.c.store.live().decisions(
+        return run, self.ctx.store.live().decisions(
             halting=bool(run.cancelling or run.expired),
             limit=limit,
             skip=lambda d: (d.type.value, d.id) in done,
         )
 
     async def run(self) -> None:
-        store = self.c.store
+        store = self.ctx.store
         loaded = store.run()
         if loaded is None:
             return
         work = TickWork()
-        flow = self.c.flows.get(loaded.flow)
+        flow = self.ctx.flows.get(loaded.flow)
         deferred = False
         handled: set[tuple[str, str]] = set()
         if flow is None:
@@ -62,12 +61,12 @@ class RunTick:
                 run=loaded,
                 flow=flow,
                 now_ms=self.now,
-                max_nodes=self.c.settings.max_nodes,
-                shards_of=self.c.shards_of,
-                new_id=self.c.new_id,
-                shards=self.c.shards,
-                runs=self.c.runs,
-                waits=self.c.waits,
+                max_nodes=self.ctx.settings.max_nodes,
+                shards_of=self.ctx.shards_of,
+                new_id=self.ctx.new_id,
+                shards=self.ctx.shards,
+                runs=self.ctx.runs,
+                waits=self.ctx.waits,
             )
             work = applier.work
             self._wake(work)
@@ -75,13 +74,13 @@ class RunTick:
             await self._dispatch(work)
         run, pending = self.decisions(1)
         busy, fresh = bool(pending), bool(self.decisions(1, handled)[1])
-        state = self.c.store.live().state(cancelling=bool(run.cancelling), expired=bool(run.expired))
+        state = self.ctx.store.live().state(cancelling=bool(run.cancelling), expired=bool(run.expired))
         if flow is None:
             # F-92: the run was failed outright; advance must not move it back to RUNNING.
             busy, fresh, state = False, False, run.state
         self._settle(loaded, run, state, work)
         if telemetry.active is not None and loaded.state == "RUNNING" and state != "RUNNING":
-            telemetry.active.run_settled(*settled_run(self.c.store, self.now))  # ADR-0143
+            telemetry.active.run_settled(*settled_run(self.ctx.store, self.now))  # ADR-0143
         projected = await self._project()
         notified = await self._notify_parent()
         if await self._sweep(notified):
@@ -93,14 +92,14 @@ class RunTick:
         # F-35 step 1, F-92 (port)
         if run.state != "RUNNING":
             return
-        for node in self.c.store.nodes():
+        for node in self.ctx.store.nodes():
             if node.state == "PENDING":
-                self.c.store.update_node(
+                self.ctx.store.update_node(
                     node.id, self.now, state="FAILED", error=f"flow is not registered: {run.flow}"
                 )
                 work.touched.add(node.id)
-        self.c.store.update_run(self.now, state="FAILED")
-        self.c.snapshot_run()
+        self.ctx.store.update_run(self.now, state="FAILED")
+        self.ctx.snapshot_run()
 
     def _expire(self, run: RunRow) -> None:
         """the deadline flag is set once, only while RUNNING, and persisted."""
@@ -111,13 +110,13 @@ class RunTick:
             and run.deadline_at is not None
             and run.deadline_at <= self.now
         ):
-            self.c.store.update_run(self.now, expired=1)
+            self.ctx.store.update_run(self.now, expired=1)
 
     def _wake(self, work: TickWork) -> None:
         """ADR-0147: due sleeps complete and due event waits time out, unless the run is halting."""
-        run = self.c.store.run()
+        run = self.ctx.store.run()
         if run is not None and run.state == "RUNNING" and not (run.cancelling or run.expired):
-            wake_due(self.c.store, self.c.waits, self.now, work.touched)
+            wake_due(self.ctx.store, self.ctx.waits, self.now, work.touched)
 
     async def _decide(self, applier: DecisionApplier, handled: set[tuple[str, str]]) -> bool:
         """Decide what every node does next; True when some decisions wait for the next tick."""
@@ -146,19 +145,19 @@ class RunTick:
         # F-35
         if any(d.type is DecisionType.CANCEL for d in decisions):
             return {}
-        return {row.id: row for row in self.c.store.nodes_by_id([d.id for d in decisions])}
+        return {row.id: row for row in self.ctx.store.nodes_by_id([d.id for d in decisions])}
 
     async def _dispatch(self, work: TickWork) -> None:
         """Enqueue every job, start every child run, then mark what started."""
         # F-35 steps 4-5
-        self.c.store.set_job_ids(work.job_ids, self.now)  # F-41: stored before the enqueue
+        self.ctx.store.set_job_ids(work.job_ids, self.now)  # F-41: stored before the enqueue
         for shard, inputs in work.jobs.items():
-            await self.c.shards.get(shard).enqueue_many(inputs, self.c.enqueue_settings(shard))
-        store = self.c.store
+            await self.ctx.shards.get(shard).enqueue_many(inputs, self.ctx.enqueue_settings(shard))
+        store = self.ctx.store
         work.touched.update(store.mark_in_state(work.job_nodes, "PENDING", self.now, "SCHEDULED"))
         for start in work.child_starts:
-            peer = self.c.runs.get(start.child_run_id)
-            parent = {"runId": self.c.name, "nodeId": start.node_id}
+            peer = self.ctx.runs.get(start.child_run_id)
+            parent = {"runId": self.ctx.name, "nodeId": start.node_id}
             run = store.run()
             assert run is not None
             try:
@@ -180,7 +179,7 @@ class RunTick:
     async def _existing_child(self, child_run_id: str) -> str | None:
         """A resumed parent resumes its failed child run; a finished child is mirrored at once."""
         # F-65 (port)
-        peer = self.c.runs.get(child_run_id)
+        peer = self.ctx.runs.get(child_run_id)
         state = await peer.state()
         if state == "FAILED":
             await peer.retry()
@@ -191,77 +190,101 @@ class RunTick:
         """Store a changed run state and snapshot what moved."""
         # F-35 step 6
         if state != run.state:
-            self.c.store.update_run(self.now, state=state)
-            self.c.snapshot_run()
+            self.ctx.store.update_run(self.now, state=state)
+            self.ctx.snapshot_run()
         elif work.touched or run.expired != loaded.expired:
-            self.c.snapshot_run()
+            self.ctx.snapshot_run()
         if work.touched:
-            self.c.snapshot_nodes(work.touched)
+            self.ctx.snapshot_nodes(work.touched)
 
     async def _project(self) -> bool:
         """Project the outbox into the read model; True when a full batch went out (more may be waiting)."""
         # F-35 step 7
-        rows = self.c.outbox.read()
+        rows = self.ctx.outbox.read()
         if not rows:
             return False
-        if self.c.read_model is not None:
+        if self.ctx.read_model is not None:
             runs = [{**r.snapshot, "seq": r.seq} for r in rows if r.kind == "run"]
             nodes = [{**r.snapshot, "seq": r.seq} for r in rows if r.kind == "node"]
             # Nodes first: a reader that sees the run settled sees its nodes settled too, even where the
             # two writes land apart (D1, or the local writer thread, ADR-0152).
             if nodes:
-                await self.c.read_model.upsert_run_nodes(nodes)
+                await self.ctx.read_model.upsert_run_nodes(nodes)
             if runs:
-                await self.c.read_model.upsert_runs(runs)
-        self.c.outbox.delete_through(rows[-1].seq)
+                await self.ctx.read_model.upsert_runs(runs)
+        self.ctx.outbox.delete_through(rows[-1].seq)
         return len(rows) >= 200
 
     async def _notify_parent(self) -> bool:
         """tell the parent once the run is terminal; False when that call failed."""
         # F-63
-        run = self.c.store.run()
+        run = self.ctx.store.run()
         if run is None or run.state == "RUNNING" or run.parent_run_id is None or run.parent_notified:
             return True
         try:
-            await self.c.runs.get(run.parent_run_id).notify_child(str(run.parent_node_id), run.id, run.state)
+            await self.ctx.runs.get(run.parent_run_id).notify_child(
+                str(run.parent_node_id), run.id, run.state
+            )
         except Exception:
-            self.log.exception("parent notification failed: %s", run.id)
+            log.exception("parent notification failed: %s", run.id)
             return False
-        self.c.store.update_run(self.now, parent_notified=1)
+        self.ctx.store.update_run(self.now, parent_notified=1)
         return True
 
     def _retention_ms(self, state: str) -> int:
-        settings = self.c.settings
+        settings = self.ctx.settings
         return settings.failed_retention_ms if state == "FAILED" else settings.sweep_after_ms
 
     async def _sweep(self, notified: bool) -> bool:
         """delete the whole run once it is finished, projected, reported and old enough."""
         # F-82
-        run = self.c.store.run()
-        if run is None or run.state == "RUNNING" or not notified or not self.c.outbox.is_empty():
+        run = self.ctx.store.run()
+        if run is None or run.state == "RUNNING" or not notified or not self.ctx.outbox.is_empty():
             return False
         if run.updated_at + self._retention_ms(run.state) > self.now:
             return False
-        self.c.store.delete_everything()
-        await self.c.alarm_port.delete_alarm()
+        self.ctx.store.delete_everything()
+        await self.ctx.alarm_port.delete_alarm()
         return True
 
     async def _rearm(self, now_again: bool, busy: bool) -> None:
         """Arm the run's alarm at its next due instant."""
         # F-35 step 9
-        run = self.c.store.run()
+        run = self.ctx.store.run()
         assert run is not None
         if now_again:
-            await self.c.arm(self.now)
+            await self.ctx.arm(self.now)
         elif busy:
-            await self.c.arm(self.now + BUSY_RECHECK_MS)
+            await self.ctx.arm(self.now + BUSY_RECHECK_MS)
         elif run.state == "RUNNING":
             # ADR-0147: the alarm sits at the earliest of the deadline and the waits' wake instants.
-            due = [self.c.waits.earliest_wake()]
+            due = [self.ctx.waits.earliest_wake()]
             if run.deadline_at is not None and not run.expired and run.deadline_at > self.now:
                 due.append(run.deadline_at)
             instants = [at for at in due if at is not None]
             if instants:
-                await self.c.arm(max(min(instants), self.now))
+                await self.ctx.arm(max(min(instants), self.now))
         else:
-            await self.c.arm(max(run.updated_at + self._retention_ms(run.state), self.now + SWEEP_FLOOR_MS))
+            await self.ctx.arm(max(run.updated_at + self._retention_ms(run.state), self.now + SWEEP_FLOOR_MS))
+
+
+def settled_run(store: RunStore, now_ms: int) -> tuple[RunRecord, list[NodeRecord]]:
+    """The run that just left RUNNING, and each of its nodes that reached a final state."""
+    run = store.run()
+    assert run is not None  # called by the tick that settled it
+    record = RunRecord(run.id, run.flow, run.state, run.created_at, now_ms)
+    nodes = [
+        NodeRecord(
+            node.id,
+            node.binding,
+            node.state,
+            node.job_id,
+            node.child_run_id,
+            node.error,
+            node.created_at,
+            node.updated_at,
+        )
+        for node in store.nodes()
+        if node.state in DONE_STATES
+    ]
+    return record, nodes

@@ -8,11 +8,11 @@ reconciles code and rows, fires what is due (once per due row) and arms the alar
 from __future__ import annotations
 
 import inspect
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 from tsumugi.clock import Clock
+from tsumugi.coordinator.context import SchedulerContext
 from tsumugi.coordinator.run_ports import RunPeers
 from tsumugi.core.cron import parse_cron
 from tsumugi.core.flow.ids import scheduled_run_id
@@ -22,17 +22,13 @@ from tsumugi.core.schedules import (
     JOB_OPTIONS,
     ScheduleContext,
     ScheduleDef,
-    fingerprint,
     next_occurrence,
 )
 from tsumugi.core.states import ACTIVE_STATES
 from tsumugi.errors import ConfigurationError
 from tsumugi.ports import AlarmPort, ShardNamespace, SqlExecutor
-from tsumugi.storage.schedule_store import ScheduleRow, ScheduleStore
+from tsumugi.storage.schedule_store import ScheduleRow
 
-log = logging.getLogger("tsumugi.scheduler")
-
-RETRY_MS: Final = 5000  # S-16: a failed tick tries again in five seconds
 WIRE_OPTIONS: Final = {
     "max_attempts": "maxAttempts",
     "backoff": "backoff",
@@ -45,7 +41,7 @@ NO_RUN_BINDING: Final = "RUN binding is not configured, add the Run DO binding t
 
 
 class Scheduler:
-    """Owns every schedule's timing state; one instance named ``scheduler``."""
+    """Owns every schedule's timing state; one instance named ``scheduler``, over its ``SchedulerContext``."""
 
     # S-12
 
@@ -63,67 +59,63 @@ class Scheduler:
     ) -> None:
         """``binding_settings(binding)``: the settings a client enqueue carries to that binding."""
         # J-50
-        self.sql = sql
-        self.store = ScheduleStore(sql)
-        self.clock = clock
-        self.alarm_port = alarm
-        self.defs = {d.name: d for d in schedules}
-        self.fingerprint = fingerprint(list(schedules))
-        self.shards = shards
-        self.runs = runs
-        self.shards_of = shards_of or {}
-        self.binding_settings = binding_settings
-        self.ticking = False
+        self.ctx = SchedulerContext(
+            sql,
+            clock=clock,
+            alarm=alarm,
+            schedules=schedules,
+            shards=shards,
+            runs=runs,
+            shards_of=shards_of,
+            binding_settings=binding_settings,
+        )
 
     async def list(self) -> list[JsonObject]:
         """Every schedule ordered by name, as stored; no reconcile."""
         # S-14, S-21
-        return [row.listing() for row in self.store.rows()]
+        return [row.listing() for row in self.ctx.store.rows()]
 
     async def sync(self) -> None:
         """Reconcile with the code, then arm."""
         # S-14
-        self.sql.transaction(lambda: self._reconcile(self.clock.now()))
+        self.ctx.transaction(lambda: self._reconcile(self.ctx.clock.now()))
         await self._arm()
 
     async def alarm(self) -> None:
-        """The tick."""
+        """The tick: one at a time; a failed one tries again in five seconds."""
         # S-16
-        if self.ticking:
-            return  # the running tick re-arms
-        self.ticking = True
-        try:
-            now = self.clock.now()
-            self.sql.transaction(lambda: self._reconcile(now))
-            for row in self.store.due(now):
-                spec = self.defs.get(row.name)
-                if spec is None:
-                    self.store.delete(row.name)
-                    continue
-                await self._fire(row, spec, now)
-            await self._arm()
-        except Exception:
-            log.exception("scheduler tick failed")
-            await self.alarm_port.set_alarm(self.clock.now() + RETRY_MS)
-        finally:
-            self.ticking = False
+        await self.ctx.tick(self._tick, failure="scheduler tick failed")
+
+    async def _tick(self, now: int) -> None:
+        """Reconcile, fire every due row once, then arm."""
+        # S-16
+        ctx = self.ctx
+        ctx.transaction(lambda: self._reconcile(now))
+        for row in ctx.store.due(now):
+            spec = ctx.defs.get(row.name)
+            if spec is None:
+                ctx.store.delete(row.name)
+                continue
+            await self._fire(row, spec, now)
+        await self._arm()
 
     # ------------------------------------------------------------------ internals
     def _reconcile(self, now: int) -> None:
         """add new names, re-phase changed timings, keep next_run_at otherwise, drop vanished."""
         # S-13
-        if self.store.fingerprint() == self.fingerprint:
+        ctx = self.ctx
+        if ctx.store.fingerprint() == ctx.fingerprint:
             return
-        rows = {row.name: row for row in self.store.rows()}
-        for name, spec in self.defs.items():
+        rows = {row.name: row for row in ctx.store.rows()}
+        for name, spec in ctx.defs.items():
             row = rows.pop(name, None)
             if row is None:
                 first = _next(spec.every_ms, spec.cron, None, now)
-                self.store.insert(
+                ctx.store.insert(
                     name, spec.kind, spec.target, spec.every_ms, spec.cron, spec.overlap, first, now
                 )
             elif (row.every_ms, row.cron) != (spec.every_ms, spec.cron):
-                self.store.update(
+                ctx.store.update(
                     name,
                     now,
                     kind=spec.kind,
@@ -134,28 +126,30 @@ class Scheduler:
                     next_run_at=_next(spec.every_ms, spec.cron, None, now),
                 )
             elif (row.kind, row.target, row.overlap) != (spec.kind, spec.target, spec.overlap):
-                self.store.update(name, now, kind=spec.kind, target=spec.target, overlap=spec.overlap)
+                ctx.store.update(name, now, kind=spec.kind, target=spec.target, overlap=spec.overlap)
         for name in rows:
-            self.store.delete(name)
-        self.store.set_fingerprint(self.fingerprint)
+            ctx.store.delete(name)
+        ctx.store.set_fingerprint(ctx.fingerprint)
 
     async def _arm(self) -> None:
         """the earliest next_run_at, unconditionally; no rows, no alarm."""
         # S-15
-        earliest = self.store.earliest()
+        ctx = self.ctx
+        earliest = ctx.store.earliest()
         if earliest is None:
-            await self.alarm_port.delete_alarm()
+            await ctx.alarm_port.delete_alarm()
         else:
-            await self.alarm_port.set_alarm(earliest)
+            await ctx.alarm_port.set_alarm(earliest)
 
     async def _fire(self, row: ScheduleRow, spec: ScheduleDef, now: int) -> None:
         """fire the stored occurrence once; missed ones are dropped; failures move on too."""
         # S-17
+        ctx = self.ctx
         occurrence = row.next_run_at
         following = _next(spec.every_ms, spec.cron, occurrence, now)
         try:
             if spec.overlap == "skip" and await self._active(row, spec):
-                self.store.update(
+                ctx.store.update(
                     row.name,
                     now,
                     skipped_count=row.skipped_count + 1,
@@ -165,10 +159,10 @@ class Scheduler:
                 return
             job_id, run_id = await self._launch(spec, occurrence)
         except Exception as exc:
-            log.exception("schedule %s failed to fire", row.name)
-            self.store.update(row.name, now, last_error=str(exc) or type(exc).__name__, next_run_at=following)
+            ctx.tick_log.exception("schedule %s failed to fire", row.name)
+            ctx.store.update(row.name, now, last_error=str(exc) or type(exc).__name__, next_run_at=following)
             return
-        self.store.update(
+        ctx.store.update(
             row.name,
             now,
             last_run_at=occurrence,
@@ -185,7 +179,7 @@ class Scheduler:
         if spec.kind == "job":
             if row.last_job_id is None:
                 return False
-            state = await self.shards.get(shard_name_of(row.last_job_id)).state_of(row.last_job_id)
+            state = await self.ctx.shards.get(shard_name_of(row.last_job_id)).state_of(row.last_job_id)
             return state in ACTIVE_STATES  # S-20
         if row.last_run_id is None:
             return False
@@ -194,12 +188,13 @@ class Scheduler:
     async def _launch(self, spec: ScheduleDef, occurrence: int) -> tuple[str | None, str | None]:
         """Enqueue the job or start the run of one occurrence; ids derive from it."""
         # S-18
+        ctx = self.ctx
         definition = spec.definition
         context = ScheduleContext(scheduled_at=occurrence)
         if spec.kind == "job":
             payload = await _resolve(definition.get("payload"), context)
             partition_key = definition.get("partition_key")
-            shard = resolve_shard(spec.target, self.shards_of.get(spec.target, 1), partition_key)
+            shard = resolve_shard(spec.target, ctx.shards_of.get(spec.target, 1), partition_key)
             job_id = format_job_id(spec.target, shard, f"{spec.name}-{occurrence}")
             job: dict[str, object] = {"binding": spec.target, "payload": payload, "id": job_id}
             if partition_key is not None:
@@ -208,8 +203,8 @@ class Scheduler:
                 if definition.get(option) is not None:
                     job[WIRE_OPTIONS[option]] = _wire(definition[option])
             # J-50: a scheduled job carries its binding's settings like any client enqueue.
-            settings = self.binding_settings(spec.target) if self.binding_settings else None
-            await self.shards.get(shard_name(spec.target, shard)).enqueue_many([job], settings or None)
+            settings = ctx.binding_settings(spec.target) if ctx.binding_settings else None
+            await ctx.shards.get(shard_name(spec.target, shard)).enqueue_many([job], settings or None)
             return job_id, None
         runs = self._runs()
         flow_input = await _resolve(definition.get("input"), context)
@@ -218,9 +213,10 @@ class Scheduler:
         return None, run_id
 
     def _runs(self) -> RunPeers:
-        if self.runs is None:
+        ctx = self.ctx
+        if ctx.runs is None:
             raise ConfigurationError(NO_RUN_BINDING)
-        return self.runs
+        return ctx.runs
 
 
 def _next(every_ms: int | None, cron: str | None, previous: int | None, now: int) -> int:

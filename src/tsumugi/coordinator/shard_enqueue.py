@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Final
 
 from tsumugi import telemetry
+from tsumugi.coordinator.context import ShardContext
 from tsumugi.coordinator.enqueue_wire import EnqueueItem, maybe_int, opt_int, opt_number, text
-from tsumugi.coordinator.lifecycle_log import log_enqueued, log_enqueued_ids
-from tsumugi.coordinator.shard_context import ShardContext
+from tsumugi.coordinator.job_transitions import log_enqueued, log_enqueued_ids
 from tsumugi.coordinator.shard_enqueue_keys import KeyedEnqueue
 from tsumugi.core import ids, jsonwire
 from tsumugi.core.backoff import DEFAULT_BACKOFF

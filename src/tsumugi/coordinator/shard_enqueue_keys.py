@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from tsumugi.coordinator.context import ShardContext
 from tsumugi.coordinator.enqueue_wire import EnqueueItem, mapping, maybe_int, required_int, text
 from tsumugi.coordinator.job_transitions import to_scheduled
-from tsumugi.coordinator.shard_context import ShardContext
 from tsumugi.core import enqueue_keys as keys
 from tsumugi.core import jsonwire
 from tsumugi.core.enqueue_keys import EnqueueOutcome, ThrottleDecision
 from tsumugi.core.input_bounds import check_payload_text
 from tsumugi.core.states import JobState
-from tsumugi.storage.enqueue_keys import DebounceKeys, ThrottleKeys
 from tsumugi.storage.job_rows import JobRow, scheduled_lane
+from tsumugi.storage.key_tables import DebounceKeys, ThrottleKeys
 
 
 class KeyedEnqueue:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Final
 
+from tsumugi.coordinator.context import ShardContext
 from tsumugi.coordinator.job_transitions import IN_FLIGHT, to_scheduled, to_terminal
 from tsumugi.coordinator.mutation_result import DONE, GONE, INVALID_STATE, REQUESTED, MutationResult
-from tsumugi.coordinator.shard_context import ShardContext
 from tsumugi.core.states import RETRYABLE_STATES, JobState
-from tsumugi.storage import lane_expressions as lanes
+from tsumugi.storage import lane_queries as lanes
 
 _RETRYABLE: Final = tuple(sorted(RETRYABLE_STATES))  # ("FAILED", "STALLED")
 

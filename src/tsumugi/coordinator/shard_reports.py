@@ -10,10 +10,17 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Final
 
-from tsumugi.coordinator.job_transitions import IN_FLIGHT, to_running, to_scheduled, to_terminal
-from tsumugi.coordinator.lifecycle_log import log_retrying, log_settled
-from tsumugi.coordinator.shard_context import ShardContext
-from tsumugi.coordinator.terminal_events import EXPIRED_ERROR, RunEvent, record_terminal_events
+from tsumugi.coordinator.context import ShardContext
+from tsumugi.coordinator.job_transitions import (
+    EXPIRED_ERROR,
+    IN_FLIGHT,
+    log_retrying,
+    log_settled,
+    record_terminal_events,
+    to_running,
+    to_scheduled,
+    to_terminal,
+)
 from tsumugi.core import jsonwire
 from tsumugi.core.backoff import DEFAULT, RetryBackoff, backoff_from_wire
 from tsumugi.core.json_types import JsonObject
@@ -27,7 +34,8 @@ from tsumugi.core.outcome import (
 )
 from tsumugi.core.progress import normalize_progress
 from tsumugi.core.states import JobState, assert_transition
-from tsumugi.storage import lane_expressions as lanes
+from tsumugi.storage import lane_queries as lanes
+from tsumugi.storage.event_outbox import RunEvent
 from tsumugi.storage.job_rows import REPORT_COLUMNS, JobRow
 from tsumugi.storage.job_store import Assignments, Settle
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tsumugi.coordinator.shard_drains import FIRST_PROJECTION_DELAY_MS
+from tsumugi.coordinator.shard_tick import FIRST_PROJECTION_DELAY_MS
 
 from .conftest import START, Stack
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tsumugi.coordinator.shard_drains import FIRST_PROJECTION_DELAY_MS
+from tsumugi.coordinator.shard_tick import FIRST_PROJECTION_DELAY_MS
 from tsumugi.core.outcome import RESULT_NOT_STORED
 
 from .conftest import START, Harness

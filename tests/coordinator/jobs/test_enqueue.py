@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tsumugi.coordinator.shard_drains import FIRST_PROJECTION_DELAY_MS
+from tsumugi.coordinator.shard_tick import FIRST_PROJECTION_DELAY_MS
 from tsumugi.core.ids import parse_job_id
 
 from .conftest import START, Harness

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tsumugi.clock import FixedClock
-from tsumugi.coordinator.shard_drains import FIRST_PROJECTION_DELAY_MS
+from tsumugi.coordinator.shard_tick import FIRST_PROJECTION_DELAY_MS
 from tsumugi.testing.fakes import FakeReadModel, InProcessShards
 
 START = 1_700_000_000_000

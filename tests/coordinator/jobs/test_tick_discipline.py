@@ -8,7 +8,7 @@ import pytest
 
 from tsumugi.clock import FixedClock
 from tsumugi.coordinator.job_shard import JobShard
-from tsumugi.coordinator.shard_drains import FIRST_PROJECTION_DELAY_MS
+from tsumugi.coordinator.shard_tick import FIRST_PROJECTION_DELAY_MS
 from tsumugi.errors import EnqueueError
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
 from tsumugi.testing.fakes import FakeAlarm, FakeQueue

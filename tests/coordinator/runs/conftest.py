@@ -132,10 +132,10 @@ class World:
         raise AssertionError("alarms never settled")
 
     def nodes(self, run_id: str) -> dict[str, Any]:
-        return {n.id: n for n in self.get(run_id).store.nodes()}
+        return {n.id: n for n in self.get(run_id).ctx.store.nodes()}
 
     def states(self, run_id: str) -> dict[str, str]:
-        return {n.id: n.state for n in self.get(run_id).store.nodes()}
+        return {n.id: n.state for n in self.get(run_id).ctx.store.nodes()}
 
     def job_of(self, run_id: str, node_id: str) -> dict[str, Any]:
         job_id = self.nodes(run_id)[node_id].job_id

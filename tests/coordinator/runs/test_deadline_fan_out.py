@@ -33,7 +33,8 @@ async def expired_mid_fan_out(world: Any) -> Any:
     await world.settle()
     running = world.nodes("F:1")["greet:1"].job_id
     world.shards.get(running.split(":")[0]).running.add(running)
-    assert world.alarms["F:1"].at == run.store.run().deadline_at  # F-73: a quiet run wakes at its deadline
+    # F-73: a quiet run wakes at its deadline
+    assert world.alarms["F:1"].at == run.ctx.store.run().deadline_at
     world.clock.advance(DEADLINE_MS)  # deadline_at <= now counts as expired
     await world.settle()
     return run
@@ -46,7 +47,7 @@ async def test_container_stopped_by_the_deadline_aggregates_and_the_flag_fails_t
     world = make_world({"F": fan_out(report=False)})
     run = await expired_mid_fan_out(world)
     nodes = world.nodes("F:1")
-    assert run.store.run().expired == 1
+    assert run.ctx.store.run().expired == 1
     assert (nodes["greet:2"].state, nodes["greet:2"].error) == ("FAILED", DEADLINE_ERROR)  # stopped, F-74
     assert nodes["greet:1"].state == "SCHEDULED"  # a running job is waited for, not interrupted (F-70)
     assert nodes["greet"].state == "RUNNING"  # the container waits for its last child (F-30)

@@ -233,7 +233,7 @@ async def test_a_sleep_survives_a_new_coordinator_on_the_same_storage(make_world
 
     reborn = RunCoordinator(
         "F:1",
-        old.sql,
+        old.ctx.sql,
         clock=world.clock,
         alarm=world.alarms["F:1"],
         shards=world.shards,

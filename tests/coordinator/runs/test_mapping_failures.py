@@ -119,8 +119,8 @@ async def test_raising_fan_out_mapper_fails_the_container_with_no_children(
     assert node_jobs(world) == {"list"}  # no child and no `report` job was ever enqueued
     assert await run.state() == "FAILED"
     # The tick succeeded: the next alarm is the sweep, not the F-38 tick-retry beat.
-    assert world.alarms["G:1"].at == run.store.run().updated_at + world.settings.failed_retention_ms
-    assert run.store.counters() == (3, 3, 1)  # F-26: total, done, failed; no child row exists
+    assert world.alarms["G:1"].at == run.ctx.store.run().updated_at + world.settings.failed_retention_ms
+    assert run.ctx.store.counters() == (3, 3, 1)  # F-26: total, done, failed; no child row exists
 
 
 async def test_raising_subflow_input_fails_the_node_and_starts_no_child(make_world: Any) -> None:

@@ -49,7 +49,7 @@ async def test_retry_is_accepted_until_the_failed_run_is_swept(make_world: Any) 
     world = make_world({"ONE": ONE}, settings=short_retention())
     late = await failed_run(world, "ONE:late")
     swept = await failed_run(world, "ONE:swept")
-    failed_at = swept.store.run().updated_at
+    failed_at = swept.ctx.store.run().updated_at
     assert world.alarms["ONE:swept"].at == failed_at + RETENTION_MS
     world.clock.advance(RETENTION_MS - 1)
     await world.settle()
@@ -59,7 +59,7 @@ async def test_retry_is_accepted_until_the_failed_run_is_swept(make_world: Any) 
     assert await swept.state() is None
     assert await swept.retry() == {"ok": False, "reason": "gone"}
     assert await swept.cancel() == {"ok": False, "reason": "gone"}
-    assert swept.store.run() is None and swept.store.nodes() == []  # retry re-created nothing (F-82)
+    assert swept.ctx.store.run() is None and swept.ctx.store.nodes() == []  # retry re-created nothing (F-82)
     assert world.alarms["ONE:swept"].at is None
     assert await late.state() == "RUNNING"  # resumed in time, so it was not swept with the other
 
@@ -107,10 +107,10 @@ async def test_resume_does_not_reset_cancelling(make_world: Any) -> None:
     nodes = world.nodes("TWO:1")
     assert {n.state for n in nodes.values()} == {"FAILED"}
     assert nodes["a"].error == "flow is not registered: TWO"
-    assert (await run.state(), run.store.run().cancelling) == ("FAILED", 1)
+    assert (await run.state(), run.ctx.store.run().cancelling) == ("FAILED", 1)
     flows["TWO"] = registered
     assert await run.retry() == {"ok": True}
-    row = run.store.run()
+    row = run.ctx.store.run()
     assert (row.state, row.cancelling) == ("RUNNING", 1)
     await world.settle()
     # Still halting: the reset nodes are cancelled instead of started, and cancellation decides the run.

@@ -58,7 +58,7 @@ async def test_deadline_fails_pending_nodes_and_the_run(make_world: Any) -> None
     # F-72, F-73, F-74
     world = make_world({"F": chain(deadline_ms=10_000)})
     run = await started(world)
-    assert run.store.run().deadline_at == world.clock.now() + 10_000
+    assert run.ctx.store.run().deadline_at == world.clock.now() + 10_000
     assert world.alarms["F:1"].at == world.clock.now() + 10_000  # a quiet run wakes at its deadline
     await world.finish("F:1", "a")
     world.clock.advance(10_000)
@@ -73,7 +73,7 @@ async def test_start_deadline_overrides_flow_deadline(make_world: Any) -> None:
     # F-72
     world = make_world({"F": chain(deadline_ms=10_000)})
     run = await started(world, deadline_ms=500)
-    assert run.store.run().deadline_ms == 500
+    assert run.ctx.store.run().deadline_ms == 500
 
 
 async def test_expired_run_is_failed_even_if_everything_succeeds(make_world: Any) -> None:
@@ -114,7 +114,7 @@ async def test_resume_reuses_completed_and_reruns_the_rest(make_world: Any) -> N
     assert await run.state() == "FAILED"
     world.clock.advance(1000)
     assert await run.retry() == {"ok": True}
-    row = run.store.run()
+    row = run.ctx.store.run()
     assert (row.state, row.deadline_at, row.expired) == ("RUNNING", world.clock.now() + 60_000, 0)
     nodes = world.nodes("F:1")
     assert (nodes["a"].state, nodes["b"].state, nodes["b"].job_id, nodes["b"].error) == (
@@ -173,7 +173,7 @@ async def test_sweep_after_retention(make_world: Any) -> None:
     await world.finish("F:1", "a")
     await world.settle()
     assert await run.state() == "COMPLETED"
-    assert world.alarms["F:1"].at == run.store.run().updated_at + 60_000
+    assert world.alarms["F:1"].at == run.ctx.store.run().updated_at + 60_000
     world.clock.advance(60_000)
     await world.settle()
     assert await run.state() is None
@@ -222,7 +222,7 @@ async def test_outbox_is_projected_with_seq(make_world: Any) -> None:
     )
     seqs = [s["seq"] for s in world.read_model.runs + world.read_model.nodes]
     assert len(seqs) == len(set(seqs))
-    assert world.get("F:1").outbox.is_empty()
+    assert world.get("F:1").ctx.outbox.is_empty()
 
 
 async def test_tick_failure_keeps_reserved_ids_and_retries(make_world: Any) -> None:
@@ -246,7 +246,7 @@ async def test_reentrant_alarm_rearms(make_world: Any) -> None:
     world = make_world({"F": chain()})
     run = world.get("F:1")
     await run.start("F", {})
-    run.ticking = True
+    run.ctx.ticking = True
     world.alarms["F:1"].at = None
     await run.alarm()
     assert world.alarms["F:1"].at == world.clock.now()
@@ -302,10 +302,10 @@ async def test_resume_of_expired_run_measures_deadline_anew(make_world: Any) -> 
     world.clock.advance(1000)
     await world.settle()
     await world.finish("F:1", "a", "CANCELLED")  # the shard recorded the cancel (ignored, F-45)
-    assert await run.state() == "FAILED" and run.store.run().expired == 1
+    assert await run.state() == "FAILED" and run.ctx.store.run().expired == 1
     world.clock.advance(500)
     assert await run.retry() == {"ok": True}
-    row = run.store.run()
+    row = run.ctx.store.run()
     assert (row.expired, row.deadline_at) == (0, world.clock.now() + 1000)
     await world.settle()
     assert world.states("F:1")["a"] == "SCHEDULED"

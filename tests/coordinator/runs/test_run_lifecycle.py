@@ -40,7 +40,7 @@ async def test_start_creates_run_and_pending_nodes(make_world: Any) -> None:
     world = make_world({"GREET": greetings()})
     run = world.get("GREET:abc")
     assert await run.start("GREET", {"prefix": "hi"}) == {"id": "GREET:abc", "created": True}
-    row = run.store.run()
+    row = run.ctx.store.run()
     assert (row.flow, row.state, row.input, row.depth, row.deadline_at) == (
         "GREET",
         "RUNNING",
@@ -49,7 +49,7 @@ async def test_start_creates_run_and_pending_nodes(make_world: Any) -> None:
         None,
     )
     assert world.states("GREET:abc") == {"list": "PENDING", "greet": "PENDING", "report": "PENDING"}
-    assert [n.seq for n in run.store.nodes()] == [0, 1, 2]
+    assert [n.seq for n in run.ctx.store.nodes()] == [0, 1, 2]
     assert world.alarms["GREET:abc"].at == world.clock.now()
 
 
@@ -60,7 +60,7 @@ async def test_repeated_start_returns_existing_before_validation(make_world: Any
     await run.start("GREET", {"prefix": "hi"})
     again = await run.start("NOT-A-FLOW", {"other": 1}, deadline_ms=-5)
     assert again == {"id": "GREET:abc", "created": False}
-    assert run.store.run().input == '{"prefix":"hi"}'
+    assert run.ctx.store.run().input == '{"prefix":"hi"}'
 
 
 async def test_start_errors(make_world: Any) -> None:
@@ -187,7 +187,7 @@ async def test_mapping_functions_see_current_deps_and_results(make_world: Any) -
     await world.finish("F:1", "b")
     await world.settle()
     assert seen == [{"first": [1], "second": None}]
-    assert world.get("F:1").store.run().input == "null"
+    assert world.get("F:1").ctx.store.run().input == "null"
 
 
 async def test_collect_hands_child_results_downstream(make_world: Any) -> None:

@@ -36,7 +36,7 @@ async def test_alarm_is_earliest_wins(make_world: Any) -> None:
     world.alarms["F:1"].at = world.clock.now() - 10
     await run.start("F", None)
     assert world.alarms["F:1"].at == world.clock.now() - 10
-    await run.arm(world.clock.now() + 99)
+    await run.ctx.arm(world.clock.now() + 99)
     assert world.alarms["F:1"].at == world.clock.now() - 10
 
 
@@ -65,7 +65,7 @@ async def test_parent_notification_is_retried_until_delivered(make_world: Any) -
     alarm = world.alarms["C:1-s"]
     alarm.at = None
     await real_get("C:1-s").alarm()
-    assert real_get("C:1-s").store.run().parent_notified == 0
+    assert real_get("C:1-s").ctx.store.run().parent_notified == 0
     assert alarm.at == world.clock.now()
     failing["on"] = False
     await world.settle()

@@ -15,16 +15,16 @@ flow = create_flow({})
 
 def _kept_equals_recounted(world: Any, run_id: str) -> None:
     run = world.get(run_id)
-    row = run.store.run()
-    nodes = run.store.nodes()
+    row = run.ctx.store.run()
+    nodes = run.ctx.store.nodes()
     expected = advance(
         [node_view(n) for n in nodes], cancelling=bool(row.cancelling), expired=bool(row.expired)
     )
-    live = run.store.live()
+    live = run.ctx.store.live()
     halting = bool(row.cancelling or row.expired)
     assert live.decisions(halting=halting, limit=len(nodes) + 1) == expected.decisions  # F-32
     assert live.state(cancelling=bool(row.cancelling), expired=bool(row.expired)) == expected.state  # F-33
-    assert run.store.counters() == run.store.counted()  # F-26
+    assert run.ctx.store.counters() == run.ctx.store.counted()  # F-26
 
 
 async def test_kept_progress_follows_fan_out_spawns_failure_and_retry(make_world: Any) -> None:
@@ -53,7 +53,7 @@ async def test_kept_progress_follows_fan_out_spawns_failure_and_retry(make_world
     _kept_equals_recounted(world, "F:1")
     await world.finish("F:1", "b", "FAILED", error="boom")
     await world.settle()
-    assert world.get("F:1").store.run().state == "FAILED"
+    assert world.get("F:1").ctx.store.run().state == "FAILED"
     assert (await world.get("F:1").retry())["ok"] is True  # F-77
     _kept_equals_recounted(world, "F:1")
     await world.settle()
@@ -64,7 +64,7 @@ async def test_kept_progress_follows_fan_out_spawns_failure_and_retry(make_world
     _kept_equals_recounted(world, "F:1")
     await world.finish("F:1", "b")
     await world.settle()
-    assert world.get("F:1").store.run().state == "COMPLETED"
+    assert world.get("F:1").ctx.store.run().state == "COMPLETED"
     _kept_equals_recounted(world, "F:1")
 
 
@@ -74,14 +74,14 @@ async def test_a_rolled_back_write_drops_the_kept_progress(make_world: Any) -> N
     run = world.get("F:1")
     await run.start("F", None)
     await world.settle()
-    kept = run.store.live()
+    kept = run.ctx.store.live()
 
     def failing() -> None:
-        run.store.update_node("a", world.clock.now(), state="FAILED")
+        run.ctx.store.update_node("a", world.clock.now(), state="FAILED")
         raise RuntimeError("rolled back")
 
     with pytest.raises(RuntimeError):
-        run.transaction(failing)
-    assert run.store.live() is not kept
-    assert run.store.live().by_id["a"].state == "SCHEDULED"
+        run.ctx.transaction(failing)
+    assert run.ctx.store.live() is not kept
+    assert run.ctx.store.live().by_id["a"].state == "SCHEDULED"
     _kept_equals_recounted(world, "F:1")

@@ -43,7 +43,7 @@ async def test_child_run_starts_with_derived_id_and_parent_link(make_world: Any)
         "",
         "REPORTING",
     )
-    child = world.get("REPORTING:abc-report").store.run()
+    child = world.get("REPORTING:abc-report").ctx.store.run()
     assert (child.parent_run_id, child.parent_node_id, child.depth, child.input) == (
         "PIPELINE:abc",
         "report",
@@ -58,7 +58,7 @@ async def test_child_completion_is_mirrored_without_result(make_world: Any) -> N
     parent = await to_child(world)
     await world.finish("REPORTING:abc-report", "r", result={"big": 1})
     await world.settle()
-    assert world.get("REPORTING:abc-report").store.run().parent_notified == 1
+    assert world.get("REPORTING:abc-report").ctx.store.run().parent_notified == 1
     assert world.states("PIPELINE:abc")["report"] == "COMPLETED"
     assert world.job_of("PIPELINE:abc", "notify")["payload"] == {"rep": None}
     await world.finish("PIPELINE:abc", "notify")
@@ -147,4 +147,4 @@ async def test_child_uses_its_own_deadline(make_world: Any) -> None:
     # F-61: no deadline is passed to the child
     world = make_world(flows(child_deadline=777))
     await to_child(world)
-    assert world.get("REPORTING:abc-report").store.run().deadline_ms == 777
+    assert world.get("REPORTING:abc-report").ctx.store.run().deadline_ms == 777

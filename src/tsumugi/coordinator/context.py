@@ -1,0 +1,340 @@
+"""What each coordinator holds: its storage, clock, alarm and collaborators, in one context object.
+
+Every coordinator (``JobShard``, ``RunCoordinator``, ``Scheduler``) is a class over a context from here
+(ADR-0160). ``CoordinatorContext`` gives all three the same transaction, the same earliest-wins arming and
+the same alarm tick: one at a time, and a failed one logged and tried again five seconds later. The parts
+of a coordinator are modules of functions (or small classes) over its context.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import ClassVar, Final, Protocol, TypeVar
+
+from tsumugi.clock import Clock
+from tsumugi.coordinator.run_ports import RunPeers, RunProjection
+from tsumugi.core import ids
+from tsumugi.core.config import RunSettings
+from tsumugi.core.flow.model import Flow
+from tsumugi.core.json_types import JsonMapping
+from tsumugi.core.policy import ShardSettings, settings_from_wire
+from tsumugi.core.schedules import ScheduleDef, fingerprint
+from tsumugi.ports import AlarmPort, DispatchQueue, ReadModelWriter, RunNamespace, ShardNamespace, SqlExecutor
+from tsumugi.storage.attempt_log import AttemptLog
+from tsumugi.storage.event_outbox import EventOutbox
+from tsumugi.storage.job_store import JobStore
+from tsumugi.storage.key_tables import PINNED, SETTINGS, STATIC_SETTINGS, SettingStore, UniqueKeys
+from tsumugi.storage.lane_queries import LaneQueries
+from tsumugi.storage.run_outbox import RunOutbox
+from tsumugi.storage.run_schema import ensure_run_schema
+from tsumugi.storage.run_store import RunStore, node_snapshot, run_snapshot
+from tsumugi.storage.run_waits import RunWaitStore
+from tsumugi.storage.schedule_store import ScheduleStore
+from tsumugi.storage.shard_schema import ensure_shard_schema
+
+log = logging.getLogger("tsumugi")
+T = TypeVar("T")
+# J-164, F-38, S-16: a failed tick tries again five seconds later, forever, instead of letting the
+# platform's limited alarm retries give up.
+TICK_RETRY_MS: Final = 5000
+
+
+class CoordinatorContext:
+    """A coordinator's SQL, clock and alarm; its transaction, its arming and its alarm tick."""
+
+    tick_log: ClassVar[logging.Logger] = log
+
+    def __init__(self, name: str, sql: SqlExecutor, *, clock: Clock, alarm: AlarmPort) -> None:
+        self.name = name
+        self.sql = sql
+        self.clock = clock
+        self.alarm_port = alarm
+        self.ticking = False  # a tick is running, perhaps awaiting another coordinator
+
+    def transaction(self, body: Callable[[], T]) -> T:
+        """``sql.transaction(body)``; a rollback also drops what ``forget`` drops."""
+        try:
+            return self.sql.transaction(body)
+        except BaseException:
+            self.forget()
+            raise
+
+    def forget(self) -> None:
+        """Drop what is cached from storage: after a rollback or a failed tick, storage is the truth."""
+
+    async def arm(self, at_ms: int, *, stale_before: int | None = None) -> None:
+        """Set the alarm to ``at_ms`` unless an earlier one is already armed: alarms only move earlier.
+
+        ``stale_before``: at the end of a tick, an alarm at or before the tick's start is the one being
+        handled (a platform may still report it), so it does not count as "already armed".
+        """
+        # J-160, F-37
+        current = await self.alarm_port.get_alarm()
+        stale = current is not None and stale_before is not None and current <= stale_before
+        if current is None or stale or current > at_ms:
+            await self.alarm_port.set_alarm(at_ms)
+
+    async def tick(self, body: Callable[[int], Awaitable[None]], *, failure: str) -> None:
+        """Run one alarm tick, ``body(now_ms)``, which arms the next alarm itself.
+
+        While a tick runs, another alarm only re-arms at now. A tick that raises is logged with
+        ``failure``, the cache is forgotten and the tick is tried again ``TICK_RETRY_MS`` later.
+        """
+        # F-34, J-164, F-38, S-16
+        now = self.clock.now()
+        if self.ticking:
+            await self.arm(now)
+            return
+        self.ticking = True
+        try:
+            await body(now)
+        except Exception:
+            self.tick_log.exception(failure)
+            self.forget()
+            await self.retry_tick(now)
+        finally:
+            self.ticking = False
+
+    async def retry_tick(self, now_ms: int) -> None:
+        """After a failed tick: the alarm is force-set ``TICK_RETRY_MS`` from now."""
+        # F-38, S-16
+        await self.alarm_port.set_alarm(self.clock.now() + TICK_RETRY_MS)
+
+
+class MetricsWriter(Protocol):
+    """Writes one metrics point per terminal snapshot after a projection.
+
+    Should not raise; if it does, the tick logs ``tsumugi: writeMetrics failed`` and goes on.
+    """
+
+    # J-194, M-4
+
+    async def write(self, snapshots: Sequence[Mapping[str, object]]) -> int: ...
+
+
+class ShardContext(CoordinatorContext):
+    """One job shard's state: created once per instance, the schema ensured on creation (spec 8.1)."""
+
+    def __init__(
+        self,
+        name: str,
+        sql: SqlExecutor,
+        *,
+        clock: Clock,
+        alarm: AlarmPort,
+        queue: DispatchQueue,
+        read_model: ReadModelWriter | None,
+        shards: ShardNamespace | None,
+        runs: RunNamespace | None,
+        rand: Callable[[], float],
+        metrics: MetricsWriter | None = None,
+    ) -> None:
+        super().__init__(name, sql, clock=clock, alarm=alarm)
+        self.binding = name.rpartition("#")[0] or name
+        self.shard_index = ids.shard_index_of_name(name)  # J-17
+        self.queue = queue
+        self.read_model = read_model
+        self.shards = shards
+        self.runs = runs
+        self.rand = rand
+        self.metrics = metrics
+        ensure_shard_schema(sql)
+        self.jobs = JobStore(sql)
+        self.lanes = LaneQueries(sql)
+        self.attempts = AttemptLog(sql)
+        self.unique = UniqueKeys(sql)
+        self.store = SettingStore(sql)
+        self.events = EventOutbox(sql)
+        self._settings: ShardSettings | None = None
+
+    def forget(self) -> None:
+        """A rollback forgets the cached settings (ADR-0131).
+
+        ``put_settings`` updates the cache as it writes, so a transaction that fails after it (a full
+        disk at a later statement or at the commit) would leave the cache ahead of the disk, and the
+        write skipped the next time the same settings come.
+        """
+        # J-51
+        self._settings = None
+
+    async def retry_tick(self, now_ms: int) -> None:
+        """After a failed tick: armed ``TICK_RETRY_MS`` after its start, unless an earlier alarm is set.
+
+        An alarm armed while the tick ran (an enqueue's, a report's) is kept (J-160).
+        """
+        # J-164
+        await self.arm(now_ms + TICK_RETRY_MS, stale_before=now_ms)
+
+    # ------------------------------------------------------------------ settings (J-50, J-51, J-175)
+    @property
+    def settings(self) -> ShardSettings:
+        """The settings in force, loaded lazily once per instance (step 1)."""
+        # J-161
+        if self._settings is None:
+            self._settings = settings_from_wire(self.store.get_object(SETTINGS))
+        return self._settings
+
+    @property
+    def pinned(self) -> bool:
+        return bool(self.store.get(PINNED) == "1")
+
+    def put_settings(self, settings: ShardSettings) -> None:
+        """Store ``settings``, skipping the write when nothing changed."""
+        # J-51
+        if settings.to_wire() != self.settings.to_wire():
+            self.store.put(SETTINGS, settings.to_wire())
+        self._settings = settings
+
+    def carry_settings(self, wire: JsonMapping) -> None:
+        """Settings carried by an enqueue: applied unless pinned; notice targets always follow."""
+        # J-50
+        carried = settings_from_wire(wire)
+        if self.store.get(STATIC_SETTINGS) != carried.to_wire():
+            self.store.put(STATIC_SETTINGS, carried.to_wire())
+        if self.pinned:  # ADR-0044: a pin holds policy and retention, not the notice targets
+            carried = replace(self.settings, on_failure=carried.on_failure, on_settled=carried.on_settled)
+        self.put_settings(carried)
+
+    def pin(self, settings: ShardSettings) -> None:
+        self.store.put(PINNED, "1")
+        self.put_settings(settings)
+
+    def unpin(self, settings_wire: JsonMapping | None) -> None:
+        """Drop the pin and return to ``settings_wire`` or the static settings last carried."""
+        # J-176
+        self.store.delete(PINNED)
+        self.put_settings(self.static_settings(settings_wire))
+
+    def static_settings(self, settings_wire: JsonMapping | None) -> ShardSettings:
+        """The binding's static settings: ``settings_wire`` (from the caller's config) or the last carried.
+
+        ADR-0044: notice targets are not part of what a pin holds, so when the given settings name none
+        the ones in force stay.
+        """
+        wire = settings_wire if settings_wire is not None else self.store.get_object(STATIC_SETTINGS)
+        settings = settings_from_wire(wire)
+        if wire is None or ("onFailure" not in wire and "onSettled" not in wire):
+            current = self.settings
+            settings = replace(settings, on_failure=current.on_failure, on_settled=current.on_settled)
+        return settings
+
+
+class RunContext(CoordinatorContext):
+    """One run's state: its row, nodes, outbox and waits, and the coordinators it calls."""
+
+    tick_log: ClassVar[logging.Logger] = logging.getLogger("tsumugi.run")
+
+    def __init__(
+        self,
+        name: str,
+        sql: SqlExecutor,
+        *,
+        clock: Clock,
+        alarm: AlarmPort,
+        shards: ShardNamespace,
+        runs: RunPeers,
+        read_model: RunProjection | None,
+        flows: Mapping[str, Flow],
+        settings: RunSettings | None,
+        shards_of: Mapping[str, int] | None,
+        new_id: Callable[[], str],
+        storage_exists: Callable[[], bool] | None,
+        binding_settings: Callable[[str], JsonMapping] | None,
+    ) -> None:
+        super().__init__(name, sql, clock=clock, alarm=alarm)
+        self.shards = shards
+        self.runs = runs
+        self.read_model = read_model
+        self.flows = flows
+        self.settings = settings or RunSettings()
+        self.shards_of = shards_of or {}
+        self.binding_settings = binding_settings
+        self.new_id = new_id
+        self.store = RunStore(sql)
+        self.outbox = RunOutbox(sql)
+        self.waits = RunWaitStore(sql)
+        self._storage_exists = storage_exists
+        self._schema_ready = False
+        self.has_storage()
+
+    def forget(self) -> None:
+        """Drop the in-memory progress: after a rollback or a failed tick, storage is the truth (ADR-0115)."""
+        self.store.forget()
+
+    def has_storage(self) -> bool:
+        """Prepare the schema when there is storage; False means no run was ever created."""
+        # F-28
+        if not self._schema_ready and (self._storage_exists is None or self._storage_exists()):
+            self.ensure_schema()
+        return self._schema_ready
+
+    def ensure_schema(self) -> None:
+        if not self._schema_ready:
+            ensure_run_schema(self.sql)
+            self._schema_ready = True
+
+    def dormant(self) -> bool:
+        """Whether nothing can happen here before a call or the sweep alarm: no run, or a settled one.
+
+        Settled means finished, projected and reported to its parent (the sweep's conditions but the age);
+        a runtime may then release the run's storage connection and memory (ADR-0132).
+        """
+        if self.ticking:
+            return False
+        if not self.has_storage():
+            return True
+        run = self.store.run()
+        if run is None:
+            return True
+        reported = run.parent_run_id is None or bool(run.parent_notified)
+        return run.state != "RUNNING" and reported and self.outbox.is_empty()
+
+    def enqueue_settings(self, shard: str) -> JsonMapping | None:
+        """What node jobs carry to ``shard`` (``<binding>#<n>``), as a client enqueue would.
+
+        Without them a shard first reached by a run never learns its binding's policy, retention or
+        notice targets (seed pages: limits and notifications apply to every job of a binding).
+        """
+        # J-50
+        if self.binding_settings is None:
+            return None
+        return self.binding_settings(shard.partition("#")[0]) or None
+
+    def snapshot_run(self) -> None:
+        run = self.store.run()
+        if run is not None:
+            self.outbox.append("run", run.id, run_snapshot(run, self.store.counters()))
+
+    def snapshot_nodes(self, node_ids: Sequence[str] | set[str]) -> None:
+        """Outbox snapshots of the named nodes only, in node order (ADR-0115)."""
+        nodes = self.store.nodes_by_id(set(node_ids))
+        self.outbox.append_many("node", ((node.id, node_snapshot(self.name, node)) for node in nodes))
+
+
+class SchedulerContext(CoordinatorContext):
+    """The schedules' state: one row per schedule, the definitions in code, and where firings go."""
+
+    tick_log: ClassVar[logging.Logger] = logging.getLogger("tsumugi.scheduler")
+
+    def __init__(
+        self,
+        sql: SqlExecutor,
+        *,
+        clock: Clock,
+        alarm: AlarmPort,
+        schedules: Sequence[ScheduleDef],
+        shards: ShardNamespace,
+        runs: RunPeers | None,
+        shards_of: Mapping[str, int] | None,
+        binding_settings: Callable[[str], JsonMapping] | None,
+    ) -> None:
+        super().__init__("scheduler", sql, clock=clock, alarm=alarm)
+        self.store = ScheduleStore(sql)
+        self.defs = {d.name: d for d in schedules}
+        self.fingerprint = fingerprint(list(schedules))
+        self.shards = shards
+        self.runs = runs
+        self.shards_of = shards_of or {}
+        self.binding_settings = binding_settings
