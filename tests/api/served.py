@@ -20,9 +20,9 @@ from tsumugi import Tsumugi, bearer_auth, define_tsumugi
 from tsumugi.api import create_rest_app
 from tsumugi.flows import FlowBuilder, create_flow
 from tsumugi.performer import JobContext, Performer
-from tsumugi.projection.local_metrics import LocalMetricsReader, LocalMetricsWriter
 from tsumugi.runtimes.local.runtime import LocalRuntime
 from tsumugi.runtimes.local.sql_database import SqliteDatabase, apply_migrations
+from tsumugi.storage.read_model_metrics import LocalMetricsReader, LocalMetricsWriter
 
 SCHEDULES = [
     {"name": "nightly", "kind": "job", "target": "MAIL", "every_ms": None, "cron": "0 3 * * *",

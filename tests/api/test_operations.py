@@ -11,7 +11,7 @@ from tests.api.rest_harness import NOW, Harness, job
 
 from tsumugi.api import BindingOptions
 from tsumugi.errors import MetricsUpstreamError
-from tsumugi.projection.local_metrics import LocalMetricsReader, LocalMetricsWriter
+from tsumugi.storage.read_model_metrics import LocalMetricsReader, LocalMetricsWriter
 
 HOUR_MS = 3_600_000
 

@@ -15,8 +15,8 @@ from tsumugi.application.rest_surface import metrics_resolver, rest_options
 from tsumugi.clock import FixedClock
 from tsumugi.flows import FlowBuilder, create_flow
 from tsumugi.performer import JobContext, Performer
-from tsumugi.projection import LocalMetricsReader
 from tsumugi.runtimes.local.sql_database import SqliteDatabase, apply_migrations
+from tsumugi.storage.read_model_metrics import LocalMetricsReader
 from tsumugi.ui import dashboard_html
 
 TOKEN = "secret-token"

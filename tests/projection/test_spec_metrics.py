@@ -23,9 +23,9 @@ from tsumugi.projection.analytics_engine import (
     analytics_data_point,
     analytics_engine_metrics,
 )
-from tsumugi.projection.local_metrics import LocalMetricsReader, LocalMetricsWriter
 from tsumugi.runtimes.cloudflare.d1_database import D1Database
 from tsumugi.runtimes.local.sql_database import SqliteDatabase, apply_migrations
+from tsumugi.storage.read_model_metrics import LocalMetricsReader, LocalMetricsWriter
 
 HOUR_MS = 3_600_000
 CREDENTIALS = {"accountId": "acc9", "apiToken": "secret", "dataset": "tsumugi_metrics"}

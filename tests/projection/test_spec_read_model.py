@@ -12,9 +12,9 @@ from tests.api.rest_harness import NOW, job
 
 from tsumugi.clock import FixedClock
 from tsumugi.core.config import SweepOptions
-from tsumugi.projection.local_metrics import LocalMetricsWriter
 from tsumugi.projection.read_model_sweep import sweep_read_model
 from tsumugi.runtimes.local.sql_database import LEDGER_DDL, SqliteDatabase, apply_migrations
+from tsumugi.storage.read_model_metrics import LocalMetricsWriter
 from tsumugi.storage.read_model_migrations import MigrationGate, read_migration_status
 from tsumugi.storage.read_model_schema import EXPECTED_MIGRATIONS
 from tsumugi.storage.read_model_writer import D1ReadModelWriter

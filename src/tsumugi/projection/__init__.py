@@ -1,8 +1,10 @@
-"""Read-model upkeep beside the coordinators: retention sweep and metrics.
+"""Read-model upkeep beside the coordinators: retention sweep and the Analytics Engine metrics.
 
 The projection itself (outbox -> read model) is
 ``tsumugi.storage.read_model_writer.D1ReadModelWriter``, which the coordinators call through
-``ports.ReadModelWriter``; the migration check is ``tsumugi.storage.read_model_migrations`` (ADR-0061).
+``ports.ReadModelWriter``; the local metrics table, its writer and reader are
+``tsumugi.storage.read_model_metrics``; the migration check is ``tsumugi.storage.read_model_migrations``
+(ADR-0061).
 """
 # J-172, M-1..M-12, J-192
 
@@ -15,15 +17,12 @@ from tsumugi.projection.analytics_engine import (
     analytics_data_point,
     analytics_engine_metrics,
 )
-from tsumugi.projection.local_metrics import LocalMetricsReader, LocalMetricsWriter
 from tsumugi.projection.read_model_sweep import SweepOptions, sweep_read_model
 
 __all__ = [
     "AnalyticsCredentials",
     "AnalyticsEngineReader",
     "AnalyticsEngineWriter",
-    "LocalMetricsReader",
-    "LocalMetricsWriter",
     "SweepOptions",
     "analytics_data_point",
     "analytics_engine_metrics",

@@ -1,10 +1,10 @@
 """The shard's keyed tables beside its jobs: settings and token buckets, and the keys an enqueue holds.
 
 ``setting`` and ``key_bucket`` keep the settings in force, the pin, what last blocked dispatch and the
-token buckets (J-149). ``unique_key``, ``debounce_key`` and ``throttle_key`` keep one row per live key,
-swept as it ages: unique-key reservations live independently of the job's lifecycle, by design
-(J-33..J-37), debounce and throttle keys per ADR-0149 and ADR-0150.
+token buckets. ``unique_key``, ``debounce_key`` and ``throttle_key`` keep one row per live key, swept as
+it ages; a unique-key reservation lives independently of its job's lifecycle, by design.
 """
+# J-149, J-33..J-37, ADR-0149, ADR-0150
 
 from __future__ import annotations
 

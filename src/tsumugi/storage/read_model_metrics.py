@@ -1,15 +1,21 @@
-"""The local metrics table: the embedded runtime's stand-in for Analytics Engine.
+"""The local metrics table: the embedded runtime's stand-in for Analytics Engine, written and read.
 
 It is not one of the shipped migrations (fixes those to the original's eight files), so it is created
-on demand with ``IF NOT EXISTS`` (ADR-0064).
+on demand with ``IF NOT EXISTS`` (ADR-0064). ``LocalMetricsWriter`` writes one point per terminal
+snapshot; ``LocalMetricsReader`` answers ``/api/metrics`` from the table. The Cloudflare runtime writes
+Analytics Engine points and reads them over the SQL API instead (``projection.analytics_engine``); both
+meet the REST layer through the same reader shape (``tsumugi.api.MetricsReader``).
 """
-# M-2, M-3, M-8, M-9, D-10
+# M-1..M-11, D-10
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from tsumugi.clock import Clock
+from tsumugi.core.json_types import JsonArray, JsonObject
 from tsumugi.core.states import FAILURE_STATES
 from tsumugi.ports import SqlDatabase, SqlValue
 from tsumugi.storage.job_rows import literal_list
@@ -29,6 +35,7 @@ INSERT_POINT_SQL: Final = (
 PRUNE_POINTS_SQL: Final = "DELETE FROM tsumugi_metric WHERE at < ?"
 KEPT_HOURS: Final = 720  # A-66: the widest window /api/metrics accepts
 _FAILED: Final = literal_list(sorted(FAILURE_STATES))  # ('FAILED', 'STALLED')
+_log: Final = logging.getLogger("tsumugi")
 
 
 def _int(value: object) -> int:
@@ -116,3 +123,68 @@ async def hourly_series(db: SqlDatabase, since_ms: int, binding: str | None) -> 
         f"FROM tsumugi_metric WHERE {where} GROUP BY hour_at ORDER BY hour_at ASC",
         params,
     )
+
+
+def _number(value: SqlValue) -> float:
+    # M-9: non-numeric values read as 0.
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+class LocalMetricsWriter:
+    """Writes points after a projection batch committed; errors are logged and swallowed."""
+
+    # M-4
+
+    def __init__(self, db: SqlDatabase) -> None:
+        self._db = db
+        self._ready = False
+
+    async def write(self, snapshots: Sequence[Mapping[str, object]]) -> int:
+        try:
+            if not self._ready:
+                await ensure_metrics_table(self._db)
+                self._ready = True
+            return await insert_points(self._db, snapshots)
+        except Exception:  # M-4: a metrics failure never stops the tick
+            _log.exception("tsumugi: writeMetrics failed")  # the catalogue text (jobs.md §11, M-4)
+            return 0
+
+
+class LocalMetricsReader:
+    """Reads the local metrics table in the shapes of ``/api/metrics``."""
+
+    def __init__(self, db: SqlDatabase, clock: Clock) -> None:
+        self._db = db
+        self._clock = clock
+
+    async def read(self, hours: int, binding: str | None) -> JsonObject:
+        await ensure_metrics_table(self._db)
+        since_ms = self._clock.now() - hours * HOUR_MS
+        rows = await binding_metrics(self._db, since_ms, binding)
+        series = await hourly_series(self._db, since_ms, binding)
+        bindings: JsonArray = []
+        for row in rows:
+            total = _number(row["total"])
+            failed = _number(row["failed"])
+            bindings.append(
+                {
+                    "binding": str(row["binding"]),
+                    "total": total,
+                    "failed": failed,
+                    "failureRate": failed / total if total else 0,
+                    "avgDurationMs": _number(row["avg_duration"]),
+                    "maxDurationMs": _number(row["max_duration"]),
+                    "p95DurationMs": _number(row["p95_duration"]),
+                    "avgAttempts": _number(row["avg_attempts"]),
+                }
+            )
+        points: JsonArray = [
+            {
+                "at": _number(row["hour_at"]),
+                "total": _number(row["total"]),
+                "failed": _number(row["failed"]),
+                "avgDurationMs": _number(row["avg_duration"]),
+            }
+            for row in series
+        ]
+        return {"bindings": bindings, "series": points}

@@ -20,11 +20,11 @@ from tsumugi.core.flow.model import Flow
 from tsumugi.core.json_types import JsonObject
 from tsumugi.core.schedules import ScheduleDef
 from tsumugi.ports import AlarmPort, SqlExecutor
-from tsumugi.projection import LocalMetricsWriter
 from tsumugi.runtimes.local.run_storage import MAX_CONNECTED_RUNS, ConnectionBudget, DeferredSqliteExecutor
 from tsumugi.runtimes.local.serial_coordinators import CoordinatorFactory
 from tsumugi.runtimes.local.sql_database import SqliteDatabase, apply_migrations
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
+from tsumugi.storage.read_model_metrics import LocalMetricsWriter
 from tsumugi.storage.read_model_writer import D1ReadModelWriter
 
 if TYPE_CHECKING:
