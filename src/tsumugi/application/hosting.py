@@ -1,20 +1,24 @@
-"""The Durable Object classes a Worker entry exports, bound to one app (ADR-0123).
+"""The Durable Object classes a Worker entry exports, bound to one app (ADR-0123, ADR-0161).
 
 The seed's ``export class TsumugiRun extends tsumugi.runClass {}`` becomes
-``class TsumugiRun(tsumugi.run_class): pass``. The classes come from the Cloudflare runtime, loaded on first
-use, so the application layer never imports it at module level and an app defined for the embedded runtime
-never loads it.
+``class TsumugiRun(tsumugi.run_class): pass``. Their bases belong to the Cloudflare runtime, which sits
+above this layer: it fills ``install_base_loader`` when it is imported (every Worker entry imports it for
+``TsumugiJobShard`` and ``WorkerHandlers``), so the application layer never imports it and an app
+defined for the embedded runtime never loads it.
 """
 # J-203, F-93
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Final
+import sys
+from collections.abc import Callable
 
 from tsumugi.errors import ConfigurationError
 
-_CLOUDFLARE_RUNTIME: Final = "tsumugi.runtimes.cloudflare"
+__all__ = ["OutsideWorkers", "hosted_class", "install_base_loader"]
+
+BaseLoader = Callable[[str], type]  # a base class's name (``RunObject``, ...) -> the class
+_base_loader: BaseLoader | None = None  # installed by the Cloudflare runtime when it is imported
 
 
 class OutsideWorkers:
@@ -29,13 +33,27 @@ class OutsideWorkers:
         )
 
 
+def install_base_loader(loader: BaseLoader) -> None:
+    """Called by the Cloudflare runtime on import: ``loader`` gives the Durable Object base of a name.
+
+    The loader raises ``ImportError`` where the Workers SDK cannot load.
+    """
+    global _base_loader
+    _base_loader = loader
+
+
 def hosted_class(app: object, base_name: str, class_name: str) -> type:
     """A subclass of the runtime's ``base_name`` (``RunObject``, ``SchedulerObject``) with ``app`` set."""
-    # The layers contract puts runtimes above application, so this is the one import import-linter cannot
-    # see. The honest form (pending, in runtimes/cloudflare): the runtime registers its bases here on load.
-    try:
-        base: type = getattr(import_module(_CLOUDFLARE_RUNTIME), base_name)
-    except ImportError:  # the Workers SDK imports only inside workerd
-        base = OutsideWorkers
+    base: type = OutsideWorkers
+    if _base_loader is not None:
+        try:
+            base = _base_loader(base_name)
+        except ImportError:  # the Workers SDK imports only inside workerd
+            base = OutsideWorkers
+    elif sys.platform == "emscripten":  # inside Pyodide, yet the runtime was never imported
+        raise ConfigurationError(
+            f"{class_name} needs the Cloudflare runtime: import tsumugi.runtimes.cloudflare in the Worker "
+            f"entry before reading {'run_class' if base_name == 'RunObject' else 'scheduler_class'}"
+        )
     doc = f"``{class_name}`` of this app, for the Worker entry to export (wrangler ``class_name``)."
     return type(class_name, (base,), {"app": app, "__doc__": doc, "__module__": __name__})

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from tsumugi.application.hosting import install_base_loader
 from tsumugi.runtimes.cloudflare.service_binding import RemotePerformer, serve_perform
 from tsumugi.runtimes.cloudflare.worker_env import WorkerEnv
 from tsumugi.runtimes.cloudflare.worker_logging import configure_worker_logging
@@ -52,3 +53,14 @@ def __getattr__(name: str) -> object:
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)
+
+
+def _hosted_base(name: str) -> type:
+    """``RunObject`` or ``SchedulerObject``, for ``tsumugi.run_class`` and ``scheduler_class`` (ADR-0161)."""
+    base = __getattr__(name)  # ImportError where the Workers SDK cannot load
+    if not isinstance(base, type):
+        raise TypeError(f"{name} is not a class")
+    return base
+
+
+install_base_loader(_hosted_base)
