@@ -23,10 +23,10 @@ from tsumugi.core.policy import ShardSettings, settings_from_wire
 from tsumugi.core.schedules import ScheduleDef, fingerprint
 from tsumugi.ports import AlarmPort, DispatchQueue, ReadModelWriter, RunNamespace, ShardNamespace, SqlExecutor
 from tsumugi.storage.attempt_log import AttemptLog
-from tsumugi.storage.event_outbox import EventOutbox
 from tsumugi.storage.job_store import JobStore
 from tsumugi.storage.key_tables import PINNED, SETTINGS, STATIC_SETTINGS, SettingStore, UniqueKeys
 from tsumugi.storage.lane_queries import LaneQueries
+from tsumugi.storage.outboxes import EventOutbox
 from tsumugi.storage.run_outbox import RunOutbox
 from tsumugi.storage.run_schema import ensure_run_schema
 from tsumugi.storage.run_store import RunStore, node_snapshot, run_snapshot

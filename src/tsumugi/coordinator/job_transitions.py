@@ -22,9 +22,9 @@ from tsumugi.core.states import FAILURE_STATES, IN_FLIGHT_STATES, JobState, asse
 from tsumugi.logging import jobs_log, log_event
 from tsumugi.ports import SqlValue
 from tsumugi.storage import lane_queries as lanes
-from tsumugi.storage.event_outbox import RunEvent, RunJobEvent
 from tsumugi.storage.job_rows import JobRow
 from tsumugi.storage.job_store import Assignments
+from tsumugi.storage.outboxes import RunEvent, RunJobEvent
 
 IN_FLIGHT: Final = tuple(sorted(IN_FLIGHT_STATES))  # ("QUEUED", "RUNNING")
 EXPIRED_ERROR: Final = "job expired"  # J-41: the text is undocumented; ours, recorded in ADR-0047

@@ -35,9 +35,9 @@ from tsumugi.core.outcome import (
 from tsumugi.core.progress import normalize_progress
 from tsumugi.core.states import JobState, assert_transition
 from tsumugi.storage import lane_queries as lanes
-from tsumugi.storage.event_outbox import RunEvent
 from tsumugi.storage.job_rows import REPORT_COLUMNS, JobRow
 from tsumugi.storage.job_store import Assignments, Settle
+from tsumugi.storage.outboxes import RunEvent
 
 # J-41: an expiry cancels a job in any of the ACTIVE_STATES (in the order the statement binds them)
 _ACTIVE: Final = (JobState.SCHEDULED, JobState.QUEUED, JobState.RUNNING)

@@ -36,9 +36,9 @@ from tsumugi.core.schedule import (
 )
 from tsumugi.core.states import FAILURE_STATES, JobState
 from tsumugi.core.token_bucket import bucket_from_wire, is_full, refill
-from tsumugi.storage.event_outbox import Notice
 from tsumugi.storage.job_rows import JobRow
 from tsumugi.storage.key_tables import BUCKET, LAST_BLOCKED
+from tsumugi.storage.outboxes import Notice
 
 TICK_ROWS: Final = 200  # J-162/J-163: reaped, projected, notified, swept rows per tick; the rest re-runs
 MAX_DISPATCH: Final = 500  # dispatches per tick; more ready work re-runs the tick at once (ADR-0043)

@@ -14,7 +14,6 @@ from typing import Final, NamedTuple, TypeAlias
 
 from tsumugi.core.states import TERMINAL_STATES, JobState
 from tsumugi.ports import SqlExecutor, SqlValue
-from tsumugi.storage.job_marks import MARK, JobMarks
 from tsumugi.storage.job_rows import (
     JOB_COLUMNS,
     JOB_SELECT,
@@ -27,6 +26,7 @@ from tsumugi.storage.job_rows import (
     seq_floor,
 )
 from tsumugi.storage.lane_queries import RowExpression
+from tsumugi.storage.outboxes import MARK, JobMarks
 
 # Columns every new job has; the others are mostly NULL and are left out of its INSERT, since binding a
 # parameter costs more than the column's default (ADR-0120).

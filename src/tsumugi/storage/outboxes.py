@@ -1,16 +1,23 @@
-"""Which jobs the projection owes the read model: the ``outbox`` (marked jobs) and ``fresh`` (new ones).
+"""The shard's outboxes: what it owes the read model, the runs and the notice targets.
 
-Every change to a job marks it in the outbox, unless the job still waits in ``fresh`` for its first
-projection, which reads the row as it is then; a finished job is marked at once (ADR-0042, ADR-0119).
-A projected job is unmarked only if it still has the version that was projected.
+The projection's are the ``outbox`` (marked jobs) and ``fresh`` (new ones). Every change to a job marks it
+in the outbox, unless the job still waits in ``fresh`` for its first projection, which reads the row as
+it is then; a finished job is marked at once (ADR-0042, ADR-0119). A projected job is unmarked only if
+it still has the version that was projected.
+
+The events for other actors are ``run_notify`` (run notifications) and ``notice``: both are filled in the
+same transaction as the terminal transition and drained by the tick, deleted only after delivery
+succeeded (at-least-once).
 """
-# J-190, J-192
+# J-190, J-192, F-45, J-180b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Final, TypeAlias
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Final, NamedTuple, NotRequired, TypeAlias, TypedDict
 
+from tsumugi.core import jsonwire
+from tsumugi.core.json_types import JsonObject
 from tsumugi.core.states import TERMINAL_STATES
 from tsumugi.ports import Row, SqlExecutor, SqlValue
 from tsumugi.storage.job_rows import JobRow, chunks, integer, literal_list, optional_integer
@@ -186,3 +193,85 @@ class JobMarks:
             fresh = [(created_at, i, i, version) for i, (version, created_at) in kept if i in fresh_created]
             if fresh:
                 self.sql.execute_many(_CLEAR_FRESH, fresh)
+
+
+# ---------------------------------------------------------------------- events for runs and notices
+class RunJobEvent(TypedDict):
+    """What a run learns of its node's job when the job settles (``RunRpc.notify``)."""
+
+    # F-45
+
+    nodeId: str | None
+    jobId: str
+    state: str
+    result: str | None  # the stored result JSON text
+    error: str | None
+    spawns: NotRequired[Sequence[object]]  # F-55: the spawn requests of a completed attempt
+
+
+RunEvent: TypeAlias = tuple[str, RunJobEvent]  # (run id, event)
+
+
+def _object(value: object) -> JsonObject:
+    """A stored event or payload: written from a dict, so it reads back as one."""
+    if not isinstance(value, dict):
+        raise TypeError(f"expected a JSON object, read {type(value).__name__}")
+    return value
+
+
+class Notice(NamedTuple):
+    """A notice job waiting to be enqueued at its target; it keeps the job's traceparent."""
+
+    # J-180b, J-40
+
+    seq: int
+    target: str
+    notice_id: str
+    payload: JsonObject
+    traceparent: str | None
+
+
+class EventOutbox:
+    def __init__(self, sql: SqlExecutor) -> None:
+        self.sql = sql
+
+    def add_run_event(self, run_id: str, event: RunJobEvent) -> None:
+        self.sql.execute(
+            "INSERT INTO run_notify (run_id, event) VALUES (?, ?)", (run_id, jsonwire.dumps(event))
+        )
+
+    def add_run_events(self, events: list[RunEvent]) -> None:
+        """``add_run_event`` for many events, in order: one ``executemany``."""
+        if events:
+            self.sql.execute_many(
+                "INSERT INTO run_notify (run_id, event) VALUES (?, ?)",
+                [(run_id, jsonwire.dumps(event)) for run_id, event in events],
+            )
+
+    def run_events(self, limit: int) -> list[tuple[int, str, JsonObject]]:
+        """The oldest events as ``(seq, run id, event)``, each as it reached JSON and came back."""
+        rows = self.sql.execute("SELECT seq, run_id, event FROM run_notify ORDER BY seq LIMIT ?", (limit,))
+        return [(integer(s), str(r), _object(jsonwire.loads(str(e)))) for s, r, e in rows]
+
+    def delete_run_events(self, seqs: list[int]) -> None:
+        self.sql.execute_many("DELETE FROM run_notify WHERE seq = ?", ((s,) for s in seqs))
+
+    def add_notice(self, target: str, notice_id: str, payload: JsonObject, traceparent: str | None) -> None:
+        self.sql.execute(
+            "INSERT INTO notice (target, notice_id, payload, traceparent) VALUES (?, ?, ?, ?)",
+            (target, notice_id, jsonwire.dumps(payload), traceparent),
+        )
+
+    def notices(self, limit: int) -> list[Notice]:
+        rows = self.sql.execute(
+            "SELECT seq, target, notice_id, payload, traceparent FROM notice ORDER BY seq LIMIT ?", (limit,)
+        )
+        return [
+            Notice(
+                integer(s), str(t), str(i), _object(jsonwire.loads(str(p))), None if tp is None else str(tp)
+            )
+            for s, t, i, p, tp in rows
+        ]
+
+    def delete_notices(self, seqs: list[int]) -> None:
+        self.sql.execute_many("DELETE FROM notice WHERE seq = ?", ((s,) for s in seqs))
