@@ -166,3 +166,67 @@ async def test_a_handler_that_raises_is_retried_with_a_backoff_for_as_long_as_it
     assert [at - start for at in calls] == [1_000, 3_000, 7_000, 15_000]
     assert alarms.get("shards/MAIL#0") is None
     await alarms.stop()
+
+
+def _on_disk(path: Path, key: str) -> int | None:
+    """The instant the alarm file holds for ``key``, read as the next process would."""
+    with sqlite3.connect(path) as db:
+        row = db.execute("SELECT at_ms FROM alarm WHERE coordinator = ?", (key,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+class _HeldTick:
+    """A coordinator whose tick waits for ``release``, then sets ``next_at`` as its next alarm (if any)."""
+
+    next_at: int | None = None
+
+    def __init__(self, name: str, sql: Any, alarm: Any) -> None:
+        self.alarm_port = alarm
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def alarm(self) -> None:
+        self.entered.set()
+        await self.release.wait()
+        if self.next_at is not None:
+            await self.alarm_port.set_alarm(self.next_at)
+
+
+async def test_a_fired_alarm_stays_on_disk_until_its_tick_finishes(
+    tmp_path: Path, clock: FixedClock, closing: Any, open_coordinators: Any
+) -> None:
+    # ADR-0163: a process killed mid-tick leaves the alarm on disk, so the next start fires it again,
+    # as a Durable Object retries an alarm whose handler did not finish.
+    path = tmp_path / "alarms.sqlite3"
+    alarms = closing(DurableAlarms(path, clock))
+    coordinators = open_coordinators(alarms, tmp_path, clock, _HeldTick)
+    due_at = clock.now() + 5_000
+    alarms.set("shards/MAIL#0", due_at)
+    clock.advance(5_000)
+    tick = asyncio.create_task(coordinators.run_alarm("MAIL#0"))
+    held = coordinators.coordinator("MAIL#0")
+    await asyncio.wait_for(held.entered.wait(), timeout=5)
+    assert alarms.get("shards/MAIL#0") is None  # cleared in this process: it fired
+    assert _on_disk(path, "shards/MAIL#0") == due_at  # a restart now would fire it again
+    held.release.set()
+    await tick
+    assert _on_disk(path, "shards/MAIL#0") is None  # the tick finished and set no alarm
+
+
+async def test_a_tick_that_sets_its_next_alarm_replaces_the_row(
+    tmp_path: Path, clock: FixedClock, closing: Any, open_coordinators: Any
+) -> None:
+    path = tmp_path / "alarms.sqlite3"
+    faults = StorageFaults()
+    deletes = faults.fail(matching="^DELETE", nth=1_000_000)  # never fails: counts the deletes it sees
+    alarms = closing(DurableAlarms(path, clock, sql=faults.executor(SqliteExecutor(path))))
+    coordinators = open_coordinators(alarms, tmp_path, clock, _HeldTick)
+    alarms.set("shards/MAIL#0", clock.now() + 1_000)
+    clock.advance(1_000)
+    held = coordinators.coordinator("MAIL#0")
+    held.next_at = clock.now() + 60_000
+    held.release.set()
+    writes_before = faults.writes
+    await coordinators.run_alarm("MAIL#0")
+    assert _on_disk(path, "shards/MAIL#0") == clock.now() + 60_000
+    assert (faults.writes - writes_before, deletes.seen) == (1, 0)  # one write, no delete of the fired row

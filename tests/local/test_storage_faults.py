@@ -51,7 +51,8 @@ async def test_a_full_disk_when_the_alarm_fires_does_not_stop_the_shard(faulty: 
     f.clock.set(due_at)  # the jobs fall due and the alarm fires into the full disk
     await f.runtime.alarms.fire_due()
     failed = {(fault.label, fault.sql.split()[0]) for fault in f.faults.injected}
-    assert ("alarms.sqlite3", "DELETE") in failed  # the fired alarm could not be cleared on disk
+    # The tick met the full disk; the fired alarm's row stays on disk until a tick finishes (ADR-0163).
+    assert any(label != "alarms.sqlite3" for label, _ in failed), failed
     assert await f.states(job_ids) == dict.fromkeys(job_ids, "SCHEDULED")
     f.faults.clear()  # space is freed; nobody calls the runtime from here on
     cleared_at = f.clock.now()
@@ -111,7 +112,7 @@ async def test_any_single_failed_write_is_recovered_from(faulty: MakeFaulty, sto
     while await _run_workload(f, f.faults.fail(_ERRORS[n % 3], nth=n, where=store)):
         n += 1
     print(f"{store}: writes 1..{n - 1} failed in turn, each recovered")
-    assert n > 5, n  # the workload wrote to this store at all
+    assert n > 3, n  # the workload wrote to this store, several times
 
 
 async def test_a_shard_that_cannot_create_its_schema_opens_once_it_can(faulty: MakeFaulty) -> None:

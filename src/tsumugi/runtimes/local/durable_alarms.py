@@ -84,11 +84,25 @@ class DurableAlarms:
         self._persist(name)
 
     def delete(self, name: str) -> None:
+        self.fired(name)
+        self._persist(name)
+
+    def fired(self, name: str) -> None:
+        """Clear the alarm of a coordinator whose handler starts now; the disk keeps it until ``handled``.
+
+        A Durable Object alarm is cleared when it fires, and retried if its handler does not finish. Here
+        the row stays until the handler is done (ADR-0163): a crash mid-handler fires it again at the next
+        start, and a handler that sets a new alarm replaces the row with one write, not a delete and a write.
+        """
         self._at.pop(name, None)
         timer = self._timers.pop(name, None)
         if timer is not None:
             timer.cancel()
-        self._persist(name)
+
+    def handled(self, name: str) -> None:
+        """The handler that ``fired`` cleared for is done: remove the row unless it set a new alarm."""
+        if name not in self._at:
+            self._persist(name)
 
     def sync(self) -> bool:
         """Write every row an earlier write failed to write; whether the disk is now current."""

@@ -119,7 +119,8 @@ class DeferredSqliteExecutor:
 
     def _open(self) -> SqliteExecutor:
         if self._executor is None:
-            self._executor = SqliteExecutor(self.path)
+            # A run's database is small and its connections are budgeted: it checkpoints itself.
+            self._executor = SqliteExecutor(self.path, background_checkpoints=False)
         if self._budget is not None:
             self._budget.used(self)
         return self._executor

@@ -236,7 +236,7 @@ class SerialCoordinators:
             now_ms = self._clock.now()
             if at_ms is None or at_ms > now_ms or slot.ticking:
                 return  # not due, or the running tick's alarm loop picks the instant up when it ends
-            self._alarms.delete(slot.key)  # a DO alarm is cleared when it fires; the tick may set a new one
+            self._alarms.fired(slot.key)  # a DO alarm is cleared when it fires; the tick may set a new one
             token = _gate.set(weakref.ref(gate))
             slot.ticking = True
             try:
@@ -251,6 +251,7 @@ class SerialCoordinators:
             finally:
                 slot.ticking = False
                 _gate.reset(token)
+                self._alarms.handled(slot.key)
 
     def close(self) -> None:
         """Close every open coordinator; the journal keeps those with a due alarm for the next start."""

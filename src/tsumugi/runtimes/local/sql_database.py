@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Final
 
 from tsumugi.ports import SqlValue
+from tsumugi.runtimes.local.wal_checkpoints import CHECKPOINTS, SAFETY_NET_PAGES, on_disk
 
 # wrangler's ledger table, so the same migration check reads both databases (D-11).
 LEDGER_DDL: Final = (
@@ -51,9 +52,12 @@ class SqliteDatabase:
         self._lock = threading.Lock()
         # The default 2 MiB page cache thrashes between the list query and COUNT(*) at 100k rows (ADR-0063).
         self._conn.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KIB}")
-        if self.path != ":memory:":
+        self._checkpointed = on_disk(self.path)
+        if self._checkpointed:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute(f"PRAGMA wal_autocheckpoint={SAFETY_NET_PAGES}")
+            CHECKPOINTS.watch(self.path)  # ADR-0162
 
     async def all(self, sql: str, params: Sequence[SqlValue] = ()) -> list[dict[str, SqlValue]]:
         with self._lock:
@@ -70,6 +74,7 @@ class SqliteDatabase:
                 return cursor.rowcount
             finally:
                 cursor.close()
+                self._committed()
 
     async def batch(self, statements: Sequence[tuple[str, Sequence[SqlValue]]]) -> None:
         """Run all statements in one transaction, like D1's ``batch``."""
@@ -84,6 +89,11 @@ class SqliteDatabase:
                 if self._conn.in_transaction:  # a full disk already rolled it back (see SqliteExecutor)
                     self._conn.execute("ROLLBACK")
                 raise
+        self._committed()
+
+    def _committed(self) -> None:
+        if self._checkpointed:
+            CHECKPOINTS.mark(self.path)
 
     def executescript(self, script: str) -> None:
         with self._lock:
@@ -96,6 +106,9 @@ class SqliteDatabase:
 
     def close(self) -> None:
         with self._lock:
+            if self._checkpointed:
+                self._checkpointed = False
+                CHECKPOINTS.forget(self.path)  # first, so this close is the file's last and removes its log
             self._conn.close()
 
 

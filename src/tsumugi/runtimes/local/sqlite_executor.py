@@ -10,6 +10,7 @@ from typing import Final, TypeVar
 
 from tsumugi.errors import StorageFullError
 from tsumugi.ports import Row, SqlValue
+from tsumugi.runtimes.local.wal_checkpoints import CHECKPOINTS, SAFETY_NET_PAGES, on_disk
 
 T = TypeVar("T")
 
@@ -69,16 +70,24 @@ class SqliteExecutor:
     the outer transaction. A full disk raises ``StorageFullError`` (ADR-0133).
     """
 
-    def __init__(self, path: str | Path = ":memory:") -> None:
+    def __init__(self, path: str | Path = ":memory:", *, background_checkpoints: bool = True) -> None:
         self._path = str(path)
         # isolation_level=None: sqlite3 issues no implicit BEGIN; we control transactions ourselves.
         self._conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._depth = 0
+        # ADR-0162: a thread of its own checkpoints the file; this connection only if that thread lags.
+        self._checkpointed = background_checkpoints and on_disk(self._path)
+        if self._checkpointed:
+            self._conn.execute(f"PRAGMA wal_autocheckpoint={SAFETY_NET_PAGES}")
+            CHECKPOINTS.watch(self._path)
 
     def execute(self, sql: str, params: Sequence[SqlValue] = ()) -> list[Row]:
-        return self._run(sql, params)
+        rows = self._run(sql, params)
+        if self._depth == 0 and self._checkpointed:  # a statement outside a transaction commits itself
+            CHECKPOINTS.mark(self._path)
+        return rows
 
     def _run(self, sql: str, params: Sequence[SqlValue] = ()) -> list[Row]:
         # Transaction control goes through here, not ``execute``: it is this executor's own SQL, and Durable
@@ -104,6 +113,8 @@ class SqliteExecutor:
             if full is None:
                 raise
             raise full from error
+        if self._depth == 0 and self._checkpointed:
+            CHECKPOINTS.mark(self._path)
 
     def transaction(self, fn: Callable[[], T]) -> T:
         if self._depth > 0:
@@ -124,6 +135,8 @@ class SqliteExecutor:
             raise
         if FULL_STORAGE.active:
             FULL_STORAGE.committed()
+        if self._checkpointed:
+            CHECKPOINTS.mark(self._path)
         return result
 
     def _rollback(self) -> None:
@@ -140,4 +153,7 @@ class SqliteExecutor:
         return self._conn.total_changes
 
     def close(self) -> None:
+        if self._checkpointed:
+            self._checkpointed = False
+            CHECKPOINTS.forget(self._path)  # first, so this close is the file's last and removes its log
         self._conn.close()
