@@ -1,4 +1,5 @@
-"""The seven job states and the transition table (ADR-0007's state machine as data).
+"""The seven job states and the transition table (ADR-0007's state machine as data); a run's and its
+nodes' states.
 
 ```
             enqueue
@@ -15,7 +16,7 @@
    +---------+                    +---> STALLED --manual retry--> SCHEDULED
 ```
 """
-# J-90, J-92
+# J-90, J-92, F-26, F-29, F-33
 
 from __future__ import annotations
 
@@ -71,6 +72,23 @@ TRANSITIONS: Final[dict[JobState, frozenset[JobState]]] = {
     JobState.COMPLETED: frozenset(),
     JobState.CANCELLED: frozenset(),
 }
+
+
+# A flow node's states: a job's seven, plus PENDING (not started) and SKIPPED (never to run); a run's four.
+# Names only: a node row or view holds a plain ``str`` at run time.
+NodeStateName: TypeAlias = Literal[
+    "PENDING", "SCHEDULED", "QUEUED", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "STALLED", "SKIPPED"
+]
+RunStateName: TypeAlias = Literal["RUNNING", "COMPLETED", "FAILED", "CANCELLED"]
+
+# A node is done (settled; the ``node_done`` counter, F-26) in one of these.
+TERMINAL_NODE_STATES: Final = frozenset[NodeStateName](
+    {"COMPLETED", "FAILED", "CANCELLED", "STALLED", "SKIPPED"}
+)
+# A node that "actually failed" for its run and its triggers (T-1); the ``node_failed`` counter counts
+# only FAILED and STALLED ones (F-26).
+FAILED_NODE_STATES: Final = frozenset[NodeStateName]({"FAILED", "STALLED", "CANCELLED"})
+COUNTED_FAILED_NODE_STATES: Final = frozenset[NodeStateName]({"FAILED", "STALLED"})
 
 
 def can_transition(from_state: str, to_state: str) -> bool:

@@ -11,17 +11,19 @@ from tsumugi.core import jsonwire
 from tsumugi.core.flow.advance import NodeView
 from tsumugi.core.flow.live_progress import LiveProgress, live_progress_of
 from tsumugi.core.json_types import JsonObject
+from tsumugi.core.states import COUNTED_FAILED_NODE_STATES, TERMINAL_NODE_STATES, NodeStateName, RunStateName
 from tsumugi.ports import SqlExecutor, SqlValue
 
-DONE_STATES: Final = ("COMPLETED", "FAILED", "CANCELLED", "STALLED", "SKIPPED")  # F-26 node_done
-FAILED_STATES: Final = ("FAILED", "STALLED")  # F-26 node_failed
+# F-26: the states the node_done and node_failed counters count, as bound parameters
+DONE_STATES: Final[tuple[NodeStateName, ...]] = tuple(sorted(TERMINAL_NODE_STATES))
+FAILED_STATES: Final[tuple[NodeStateName, ...]] = tuple(sorted(COUNTED_FAILED_NODE_STATES))
 
 
 @dataclass(frozen=True, slots=True)
 class RunRow:
     id: str
     flow: str
-    state: str
+    state: RunStateName
     input: str
     shape: str
     cancelling: int
@@ -40,7 +42,7 @@ class RunRow:
 class NodeRow:
     id: str
     binding: str
-    state: str
+    state: NodeStateName
     container: int
     parent: str | None
     origin: str

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final, Protocol, Required, TypedDict
 
-TERMINAL_NODE_STATES: Final = frozenset({"COMPLETED", "FAILED", "CANCELLED", "STALLED", "SKIPPED"})  # F-29
-FAILED_NODE_STATES: Final = frozenset({"FAILED", "STALLED", "CANCELLED"})  # T-1: "actually failed"
+from tsumugi.core.states import FAILED_NODE_STATES, TERMINAL_NODE_STATES, RunStateName
+
 FAN_OUT_ORIGIN: Final = "fanOut"
 
 
@@ -52,7 +52,7 @@ class Decision:
 @dataclass(frozen=True, slots=True)
 class Progress:
     decisions: list[Decision] = field(default_factory=list)
-    state: str = "RUNNING"
+    state: RunStateName = "RUNNING"
 
 
 class PlainNode(TypedDict, total=False):
@@ -218,7 +218,7 @@ def advance(nodes: Sequence[NodeView | PlainNode], *, cancelling: bool, expired:
     return Progress(decisions, _run_state(views, tree, cancelling=cancelling, expired=expired))
 
 
-def _run_state(nodes: Sequence[NodeView], tree: _Tree, *, cancelling: bool, expired: bool) -> str:
+def _run_state(nodes: Sequence[NodeView], tree: _Tree, *, cancelling: bool, expired: bool) -> RunStateName:
     """The run's end state: FAILED only when some node actually failed, the run expired or never settled."""
     roots = [n for n in nodes if n.parent is None]
     if not all(tree.settled(r) for r in roots):

@@ -15,17 +15,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Final
 
-from tsumugi.core.flow.advance import (
-    FAILED_NODE_STATES,
-    FAN_OUT_ORIGIN,
-    Decision,
-    NodeView,
-    decide,
-    is_node_terminal,
-)
+from tsumugi.core.flow.advance import FAN_OUT_ORIGIN, Decision, NodeView, decide, is_node_terminal
+from tsumugi.core.states import COUNTED_FAILED_NODE_STATES, FAILED_NODE_STATES, TERMINAL_NODE_STATES
 
-DONE_STATES: Final = frozenset({"COMPLETED", "FAILED", "CANCELLED", "STALLED", "SKIPPED"})  # F-26 node_done
-COUNTED_FAILED: Final = frozenset({"FAILED", "STALLED"})  # F-26 node_failed
 _ABSENT: Final = (True, True, False)  # the flags a node that does not exist contributes: nothing
 
 
@@ -90,8 +82,8 @@ class LiveProgress:
         self._refresh(node_id, was_present=True)
 
     def _count(self, state: str, delta: int) -> None:
-        self.done += delta if state in DONE_STATES else 0
-        self.failed_count += delta if state in COUNTED_FAILED else 0
+        self.done += delta if state in TERMINAL_NODE_STATES else 0  # F-26 node_done
+        self.failed_count += delta if state in COUNTED_FAILED_NODE_STATES else 0  # F-26 node_failed
 
     def _refresh(self, node_id: str, *, was_present: bool) -> None:
         """Recompute the flags of ``node_id``, then of its ancestors for as long as they change."""
