@@ -162,9 +162,9 @@ class ShardContext(CoordinatorContext):
     async def retry_tick(self, now_ms: int) -> None:
         """After a failed tick: armed ``TICK_RETRY_MS`` after its start, unless an earlier alarm is set.
 
-        An alarm armed while the tick ran (an enqueue's, a report's) is kept (J-160).
+        An alarm armed while the tick ran (an enqueue's, a report's) is kept.
         """
-        # J-164
+        # J-164, J-160
         await self.arm(now_ms + TICK_RETRY_MS, stale_before=now_ms)
 
     # ------------------------------------------------------------------ settings (J-50, J-51, J-175)
