@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-from tsumugi.core.json_types import JsonMapping, JsonObject
+from tsumugi.core.json_types import JsonMapping, JsonObject, JsonValue
 
 T = TypeVar("T")
 
@@ -76,11 +76,8 @@ class QueueMessage(Protocol):
     """One delivered queue message (the consumer side)."""
 
     @property
-    def body(self) -> Any:
-        """The message's JSON as the platform delivered it.
-
-        Any until the consumer reads it through a codec of the dispatch message.
-        """
+    def body(self) -> JsonValue:
+        """The message's JSON as the platform delivered it; the consumer narrows it to a dispatch message."""
         ...
 
     @property

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Final, cast
 
 from tsumugi import telemetry
 from tsumugi.client import SHARD_NAMESPACE, env_binding
@@ -224,8 +224,9 @@ async def _handle_one(delivery: _Delivery) -> None:
         return
     if batch.namespace is None:
         raise LookupError(f"{SHARD_NAMESPACE} is not configured")
-    # The shard's message: a mapping with a string jobId (checked above), its other fields as it wrote them.
-    message: DispatchMessage = body
+    # The shard's message: a mapping with a string jobId (checked above), its other fields as it wrote them,
+    # each read where it is used.
+    message = cast("DispatchMessage", body)
     shard = batch.shard(batch.namespace, job_id)
     attempt = message.get("attempt")
     expires_at = message.get("expiresAt")
