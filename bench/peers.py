@@ -171,7 +171,9 @@ async def tsumugi_worker(state: Path, jobs: int, policy: str, done: Path, enqueu
                 await asyncio.sleep(POLL_S)
         finally:
             watch.close()
-        done.write_text(f"{time.time()} {time.process_time()}")
+        partial = done.with_suffix(".tmp")  # renamed into place: the parent never reads a half-written file
+        partial.write_text(f"{time.time()} {time.process_time()}")
+        os.replace(partial, done)
 
 
 def tsumugi_drain(jobs: int, policy: str, enqueue: bool = False) -> Drain:
