@@ -40,7 +40,7 @@ def test_exposes_what_the_rest_layer_needs() -> None:
     assert tsumugi.binding_names == ("MAIL", "Notify")
     assert tsumugi.binding_configs["MAIL"] == BindingConfig(shards=2, failed_retention_ms=5)
     assert tsumugi.binding_config("Notify") == BindingConfig()
-    assert tsumugi.binding_config("MAIL").effective_failed_retention_ms == 5
+    assert tsumugi.binding_config("MAIL").failed_retention_ms == 5
     assert tsumugi.retention == SweepOptions(older_than_ms=1)
     assert tsumugi.runs.max_nodes == 5
     assert tsumugi.metrics is metrics and tsumugi.auth == "auth" and tsumugi.ui is True

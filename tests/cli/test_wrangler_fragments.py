@@ -8,7 +8,7 @@ from typing import Any
 import json5
 import pytest
 
-from tsumugi.application.environment_check import configuration_report, jsonc_fragment
+from tsumugi.application.environment_check import configuration_report
 from tsumugi.core.wrangler_fragments import (
     MIGRATIONS_DIR,
     RUN,
@@ -97,7 +97,7 @@ def test_jsonc_and_toml_carry_identical_values(values: FragmentValues) -> None:
 
 def test_jsonc_blocks_are_joined_by_a_comma_line() -> None:
     # C-18: blocks joined by ",\n", 2-space JSON
-    text = jsonc_fragment([dict(RUN), {"kind": "queue", "name": "TSUMUGI_QUEUE"}])
+    text = render_jsonc(fragment_blocks([dict(RUN), {"kind": "queue", "name": "TSUMUGI_QUEUE"}]))
     assert '"durable_objects": {\n  "bindings": [\n    {\n      "name": "RUN"' in text
     assert "},\n// renumber tag" in text and '],\n"queues": {' in text
 

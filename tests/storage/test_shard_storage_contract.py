@@ -56,6 +56,11 @@ def job(job_id: str, **kw: object) -> dict[str, object]:
     return row
 
 
+def dirty_ids(sql: SqlExecutor) -> list[str]:
+    """The jobs marked in the outbox, read straight from the table."""
+    return [str(row[0]) for row in sql.execute("SELECT job_id FROM outbox ORDER BY job_id")]
+
+
 def insert(store: JobStore, row: dict[str, object], now: int = NOW) -> None:
     ready, lane_at = scheduled_lane(row["run_after"], row["priority"], now)  # type: ignore[arg-type]
     store.insert(row, ready, lane_at)
@@ -113,11 +118,11 @@ def test_new_jobs_wait_in_fresh_and_a_finished_one_is_marked_at_once(sql: SqlExe
     insert(store, job("B#0:a"))
     insert(store, job("B#0:b", created_at=NOW + 5))
     store.update("B#0:a", ("SCHEDULED",), NOW + 1, {"state": "QUEUED", "ready": 0, "lane_at": NOW})
-    assert store.dirty_ids(10) == []
+    assert dirty_ids(sql) == []
     assert store.fresh_ids(NOW + 5, 10) == {"B#0:a": NOW}  # created strictly before the cutoff
     assert store.earliest_fresh() == NOW and store.count_dirty() == 2
     store.update("B#0:a", ("QUEUED",), NOW + 2, {"state": "COMPLETED", "ready": 0, "lane_at": NOW + 2})
-    assert store.dirty_ids(10) == ["B#0:a"] and store.count_dirty() == 2
+    assert dirty_ids(sql) == ["B#0:a"] and store.count_dirty() == 2
 
 
 def test_dirty_mark_survives_a_change_after_projection_read(sql: SqlExecutor) -> None:
@@ -133,7 +138,7 @@ def test_dirty_mark_survives_a_change_after_projection_read(sql: SqlExecutor) ->
     store.clear_dirty({r["id"]: r for r in store.get_many(["B#0:b"])}, {"B#0:b": NOW})
     assert store.count_dirty() == 0
     store.update("B#0:b", ("SCHEDULED",), NOW + 2, {"priority": 4}, transition=False)  # projected: marked
-    assert store.dirty_ids(10) == ["B#0:b"] and store.fresh_ids(NOW + 1, 10) == {}
+    assert dirty_ids(sql) == ["B#0:b"] and store.fresh_ids(NOW + 1, 10) == {}
 
 
 def test_ready_merge_orders_all_ready_jobs_by_aged_priority(sql: SqlExecutor) -> None:

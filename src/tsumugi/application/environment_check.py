@@ -13,12 +13,11 @@ from tsumugi.core.wrangler_fragments import (
     ConfigFormat,
     fragment_blocks,
     render_fragment,
-    render_jsonc,
     required_bindings,
 )
 from tsumugi.execution import has_perform
 
-__all__ = ["MIGRATIONS_DIR", "configuration_report", "jsonc_fragment", "missing_bindings"]
+__all__ = ["MIGRATIONS_DIR", "configuration_report", "missing_bindings"]
 
 
 def missing_bindings(
@@ -59,9 +58,3 @@ def configuration_report(missing: Sequence[JsonMapping], config_format: ConfigFo
     lines.append("")
     lines.append(render_fragment(fragment_blocks(missing), config_format))
     return "\n".join(lines)
-
-
-def jsonc_fragment(missing: Sequence[JsonMapping]) -> str:
-    """the JSONC blocks for the missing bindings in kind order, joined by ``,\\n``."""
-    # C-17, C-18
-    return render_jsonc(fragment_blocks(missing))

@@ -38,7 +38,7 @@ def rest_options(app: Tsumugi, env: object) -> RestOptions:
         bindings={
             name: BindingOptions(
                 shards=config.shards,
-                failed_retention_ms=config.effective_failed_retention_ms,
+                failed_retention_ms=config.failed_retention_ms,
                 static_settings=app.static_settings(name),  # what a policy reset returns to
             )
             for name, config in ((name, app.binding_config(name)) for name in app.binding_names)

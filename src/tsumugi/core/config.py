@@ -160,14 +160,6 @@ class BindingConfig:
         check_duration("sweep_after_ms", self.sweep_after_ms)
         check_duration("failed_retention_ms", self.failed_retention_ms)
 
-    @property
-    def effective_sweep_after_ms(self) -> int:
-        return self.sweep_after_ms
-
-    @property
-    def effective_failed_retention_ms(self) -> int:
-        return self.failed_retention_ms
-
     def settings_wire(self, keys: Iterable[str] = ()) -> JsonObject:
         """``{policy?, sweepAfterMs?, failedRetentionMs?}``; empty when only ``shards`` is set.
 

@@ -15,7 +15,6 @@ from typing import Final, Literal, TypeGuard, get_args
 from tsumugi.core.json_types import JsonObject
 
 EnqueueStatus = Literal["created", "existing", "debounced", "dropped"]
-ON_EXCESS: Final = ("delay", "drop")
 _STATUSES: Final[frozenset[object]] = frozenset(get_args(EnqueueStatus))
 
 

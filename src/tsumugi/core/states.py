@@ -103,8 +103,3 @@ def assert_transition(from_state: str, to_state: str) -> None:
     """Raise InvalidTransitionError unless the table allows the change."""
     if not can_transition(from_state, to_state):
         raise InvalidTransitionError(from_state, to_state)
-
-
-def sources_of(to_state: JobState) -> frozenset[JobState]:
-    """Every state that may move to ``to_state`` (the ``WHERE state IN (...)`` of a conditional update)."""
-    return frozenset(src for src, targets in TRANSITIONS.items() if to_state in targets)

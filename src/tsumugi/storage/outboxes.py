@@ -93,9 +93,6 @@ class JobMarks:
                 part,
             )
 
-    def dirty_ids(self, limit: int) -> list[str]:
-        return [str(r[0]) for r in self.sql.execute("SELECT job_id FROM outbox LIMIT ?", (limit,))]
-
     def due_snapshots(
         self, limit: int, changed_before_ms: int
     ) -> tuple[dict[str, ScalarSnapshot | None], dict[str, int]]:

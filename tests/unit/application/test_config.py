@@ -115,8 +115,8 @@ def test_malformed_backoff_is_rejected(value: object) -> None:
 def test_binding_config_with_only_shards_sends_no_settings() -> None:
     # J-50: only policy / retention produce a settings object
     assert BindingConfig(shards=4).settings_wire() == {}
-    assert BindingConfig().effective_sweep_after_ms == 300_000
-    assert BindingConfig().effective_failed_retention_ms == 604_800_000
+    assert BindingConfig().sweep_after_ms == 300_000
+    assert BindingConfig().failed_retention_ms == 604_800_000
 
 
 def test_binding_config_settings_wire() -> None:

@@ -12,7 +12,6 @@ from tsumugi.core.states import (
     JobState,
     assert_transition,
     can_transition,
-    sources_of,
 )
 from tsumugi.errors import InvalidTransitionError
 
@@ -64,10 +63,6 @@ def test_transition_table(src: str, dst: str) -> None:
 def test_completed_and_cancelled_have_no_way_out() -> None:
     # seed page: COMPLETED and CANCELLED are terminal with no transitions
     assert not any(can_transition("COMPLETED", s) or can_transition("CANCELLED", s) for s in JobState)
-
-
-def test_sources_of_scheduled_are_the_retry_and_requeue_paths() -> None:
-    assert sources_of(JobState.SCHEDULED) == {"QUEUED", "RUNNING", "FAILED", "STALLED"}
 
 
 def test_unknown_state_is_never_a_valid_transition() -> None:
