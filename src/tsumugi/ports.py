@@ -19,7 +19,7 @@ runtime that matches them by shape.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from tsumugi.core.json_types import JsonMapping, JsonObject, JsonValue
 
@@ -27,7 +27,6 @@ T = TypeVar("T")
 
 SqlValue = None | int | float | str | bytes
 Row = tuple[SqlValue, ...]
-JsonDict = dict[str, Any]
 
 
 # --------------------------------------------------------------------------- shard-local storage

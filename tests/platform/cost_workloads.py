@@ -19,10 +19,10 @@ from tests.platform.replay_client import LoopbackD1Database, ReplayServer
 
 from tsumugi.clock import FixedClock
 from tsumugi.coordinator.job_shard import JobShard
+from tsumugi.core.json_types import JsonObject
 from tsumugi.execution.attempt import PerformersResolver
 from tsumugi.execution.consumer import handle_batch
 from tsumugi.performer import JobContext, Performer
-from tsumugi.ports import JsonDict
 from tsumugi.runtimes.cloudflare.queue_producer import batch_chunks
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
 from tsumugi.storage.read_model_writer import D1ReadModelWriter
@@ -55,11 +55,11 @@ class CountingQueue:
     """The producer side with the real adapter's chunking (``batch_chunks``): what sendBatch would get."""
 
     def __init__(self) -> None:
-        self.pending: list[JsonDict] = []
+        self.pending: list[JsonObject] = []
         self.send_batch_calls = 0
         self.messages = 0
 
-    async def send_batch(self, messages: Sequence[JsonDict]) -> None:
+    async def send_batch(self, messages: Sequence[JsonObject]) -> None:
         for chunk in batch_chunks(messages):
             self.send_batch_calls += 1
             self.messages += len(chunk)
@@ -69,7 +69,7 @@ class CountingQueue:
 class DeliveredFake:
     """A delivered message for the consumer (``ports.QueueMessage``)."""
 
-    def __init__(self, body: JsonDict) -> None:
+    def __init__(self, body: JsonObject) -> None:
         self.body = body
         self.attempts = 1
         self.acked = False
@@ -143,7 +143,7 @@ async def run_workload(
     performer = FailOncePerformer if name == "B" else NoopPerformer
     resolver = PerformersResolver({BINDING: performer})
     settings = {"sweepAfterMs": SWEEP_AFTER_MS}
-    options: JsonDict = {}
+    options: JsonObject = {}
     if name == "B":
         options = {"maxAttempts": 3, "backoff": {"kind": "fixed", "delayMs": 1000, "jitter": False}}
     inputs = [{"binding": BINDING, "payload": {"n": n}, **options} for n in range(jobs)]

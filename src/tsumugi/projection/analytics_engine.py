@@ -18,7 +18,6 @@ from typing import Final
 
 from tsumugi.core.json_types import JsonArray, JsonObject, JsonValue
 from tsumugi.errors import MetricsUpstreamError
-from tsumugi.ports import JsonDict
 from tsumugi.storage.read_model_metrics import metric_point
 
 AE_TIMEOUT_MS: Final = 10_000  # M-7: each SQL call gets ten seconds
@@ -30,8 +29,7 @@ Post = Callable[[str, Mapping[str, str], str, float], Awaitable[tuple[int, str]]
 _log = logging.getLogger("tsumugi")
 
 
-# JsonDict until storage's metric_point says its fields' types (str, int) rather than SqlValue's.
-def analytics_data_point(snapshot: Mapping[str, object]) -> JsonDict | None:
+def analytics_data_point(snapshot: Mapping[str, object]) -> JsonObject | None:
     """``indexes=[binding]``, ``blobs=[state, binding, guarantee]``, ``doubles=[attempts, duration]``."""
     # M-3
     point = metric_point(snapshot)

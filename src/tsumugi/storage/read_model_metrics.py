@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from tsumugi.clock import Clock
-from tsumugi.core.json_types import JsonArray, JsonObject
+from tsumugi.core.json_types import JsonArray, JsonObject, JsonScalar
 from tsumugi.core.states import FAILURE_STATES
 from tsumugi.ports import SqlDatabase, SqlValue
 from tsumugi.storage.job_rows import literal_list
@@ -49,7 +49,7 @@ async def ensure_metrics_table(db: SqlDatabase) -> None:
     await db.batch([(sql, ()) for sql in METRICS_DDL])
 
 
-def metric_point(snapshot: Mapping[str, object]) -> tuple[SqlValue, ...] | None:
+def metric_point(snapshot: Mapping[str, object]) -> tuple[JsonScalar, ...] | None:
     """One point per terminal snapshot; duration = max(0, updated_at - dispatched_at) or 0."""
     # M-2, M-3
     state = snapshot.get("state")
