@@ -22,8 +22,7 @@ from tsumugi.core.json_types import JsonMapping
 from tsumugi.core.policy import ShardSettings, settings_from_wire
 from tsumugi.core.schedules import ScheduleDef, fingerprint
 from tsumugi.ports import AlarmPort, DispatchQueue, ReadModelWriter, RunNamespace, ShardNamespace, SqlExecutor
-from tsumugi.storage.attempt_log import AttemptLog
-from tsumugi.storage.job_store import JobStore
+from tsumugi.storage.job_store import AttemptLog, JobStore
 from tsumugi.storage.key_tables import PINNED, SETTINGS, STATIC_SETTINGS, SettingStore, UniqueKeys
 from tsumugi.storage.lane_queries import LaneQueries
 from tsumugi.storage.outboxes import EventOutbox

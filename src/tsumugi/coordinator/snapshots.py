@@ -7,8 +7,8 @@ import operator
 from typing import Final, TypeAlias
 
 from tsumugi.core import jsonwire
-from tsumugi.storage.attempt_log import AttemptEntry
 from tsumugi.storage.job_rows import JobRow
+from tsumugi.storage.job_store import AttemptEntry
 from tsumugi.storage.read_model_schema import JOB_COLUMNS
 from tsumugi.storage.read_model_writer import ScalarSnapshot
 
