@@ -223,7 +223,9 @@ class RunStore:
                 [now_ms, *(value for pair in chunk for value in pair), *(node_id for node_id, _ in chunk)],
             )
 
-    def mark_in_state(self, node_ids: Iterable[str], expected: str, now_ms: int, state: str) -> list[str]:
+    def mark_in_state(
+        self, node_ids: Iterable[str], expected: NodeStateName, now_ms: int, state: NodeStateName
+    ) -> list[str]:
         """Move the nodes still in ``expected`` to ``state``, many per statement; returns the ids moved."""
         live = self.live()
         moved = [n for n in dict.fromkeys(node_ids) if n in live.by_id and live.by_id[n].state == expected]
@@ -239,7 +241,9 @@ class RunStore:
             live.set_state(node_id, state)
         return moved
 
-    def update_node_in_state(self, node_id: str, expected: str, now_ms: int, **values: SqlValue) -> bool:
+    def update_node_in_state(
+        self, node_id: str, expected: NodeStateName, now_ms: int, **values: SqlValue
+    ) -> bool:
         """Update only while the node is still in ``expected``; False when something moved it first."""
         node = self.node(node_id)
         if node is None or node.state != expected:
