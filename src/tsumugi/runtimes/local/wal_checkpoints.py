@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 _log = logging.getLogger("tsumugi.local")
 
-PERIOD_S: Final = 0.05  # commits in the same 50 ms share one checkpoint
+PERIOD_S: Final = 1.0  # commits in the same second share one checkpoint (ADR-0162: shorter costs the loop)
 SAFETY_NET_PAGES: Final = (
     10_000  # ~40 MiB of log: the store checkpoints itself only if the thread falls behind
 )
