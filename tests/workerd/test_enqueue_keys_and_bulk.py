@@ -62,7 +62,7 @@ def test_a_bulk_cancel_acts_on_every_job_its_filter_matches(workers: Workers) ->
     deadline = time.monotonic() + WAIT_S
     progress = started.body
     while progress["state"] != "done" and time.monotonic() < deadline:
-        time.sleep(0.25)  # real time: each poll runs a batch on the Worker
+        time.sleep(0.25)  # real time: each poll runs a batch on the Worker (noqa: sleep-ok)
         answer = workers.api("GET", f"/api/bulk/{quoted(bulk_id)}")
         assert answer.status == 200, answer
         progress = answer.body
