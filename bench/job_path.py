@@ -8,7 +8,8 @@ many of its functions ran in each, and the hops: calls that cross from one of th
 The runtime's own plumbing (its alarms, its queue, its HTTP server) is listed apart, since a Durable
 Object, a Queue and D1 do that work on Cloudflare.
 
-Usage: ``.venv/bin/python bench/job_path.py``
+Usage: ``.venv/bin/python bench/job_path.py [--functions]``; ``--functions`` names the functions run
+in each file.
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ def _name(path: Path) -> str:
 
 
 def main() -> None:
+    show_functions = "--functions" in sys.argv[1:]
     with tempfile.TemporaryDirectory(prefix="job-path-") as tmp:
         recorder = asyncio.run(_walk(Path(tmp)))
     engine = [path for path in recorder.files if not path.is_relative_to(RUNTIME_PLUMBING)]
@@ -102,6 +104,8 @@ def main() -> None:
     print(f"one job, enqueued to listed COMPLETED: {len(engine)} engine files, {len(engine_hops)} hops")
     for n, path in enumerate(engine, 1):
         print(f"{n:4d}  {_name(path):60s} {len(recorder.files[path]):3d} functions")
+        if show_functions:
+            print("        " + ", ".join(sorted(recorder.files[path])))
     print(f"and {len(plumbing)} files of the local runtime's plumbing (alarms, queue, SQLite, server):")
     for path in plumbing:
         print(f"      {_name(path):60s} {len(recorder.files[path]):3d} functions")

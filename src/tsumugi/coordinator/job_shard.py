@@ -1,50 +1,53 @@
 """JobShard: the TsumugiJobShard Durable Object minus the Durable Object (implements ``ShardRpc``).
 
 A class over its ``ShardContext`` (ADR-0160). Every RPC runs its storage work synchronously in one
-transaction (so check-then-insert is atomic), then awaits only the alarm. The alarm handler is one tick.
+transaction (so check-then-insert is atomic), then awaits only the alarm. The alarm handler is one tick
+(``shard_tick``); reports move jobs through ``job_transitions``. Enqueue's defaults, dedupe, ids and
+insert are here too, below the class.
 """
-# J-4, J-161
+# J-4, J-161, J-22..J-41
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Final
 
+from tsumugi import telemetry
 from tsumugi.clock import Clock
-from tsumugi.coordinator import shard_tick
+from tsumugi.coordinator import lifecycle_log, shard_tick
 from tsumugi.coordinator.context import TICK_RETRY_MS, MetricsWriter, ShardContext, log
-from tsumugi.coordinator.mutation_result import MutationResult
-from tsumugi.coordinator.shard_enqueue import enqueue_batch
-from tsumugi.coordinator.shard_mutations import apply_cancel, apply_reschedule, apply_retry
-from tsumugi.coordinator.shard_reports import (
-    apply_claim,
-    apply_expire,
-    apply_heartbeat,
-    apply_report,
-    apply_reports,
-)
+from tsumugi.coordinator.enqueue_wire import EnqueueItem, maybe_int, opt_int, opt_number, text
+from tsumugi.coordinator.job_transitions import apply_report, apply_reports
+from tsumugi.coordinator.shard_controls import ShardControls
+from tsumugi.coordinator.shard_enqueue_keys import KeyedEnqueue
 from tsumugi.coordinator.shard_tick import plan_tick
+from tsumugi.core import ids, jsonwire
+from tsumugi.core.backoff import DEFAULT_BACKOFF
+from tsumugi.core.defaults import (  # ADR-0157: said once
+    DEFAULT_GUARANTEE,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_PRIORITY,
+    DEFAULT_TIMEOUT_MS,
+)
 from tsumugi.core.enqueue_keys import EnqueueOutcome
-from tsumugi.core.json_types import JsonMapping, JsonObject, JsonValue
+from tsumugi.core.input_bounds import check_payload_text
+from tsumugi.core.json_types import JsonMapping, JsonObject
 from tsumugi.core.outcome import outcome_from_wire
-from tsumugi.core.policy import merge_policy, settings_from_wire
-from tsumugi.errors import UnknownMutationError
+from tsumugi.core.states import JobState
+from tsumugi.errors import EnqueueError
+from tsumugi.logging import jobs_log
 from tsumugi.ports import AlarmPort, DispatchQueue, ReadModelWriter, RunNamespace, ShardNamespace, SqlExecutor
-from tsumugi.storage.key_tables import LAST_BLOCKED
+from tsumugi.storage.job_rows import JobRow, scheduled_lane, seq_floor
 
-_NOT_BLOCKED: Final[JsonObject] = {
-    "capacity": False,
-    "tokens": False,
-    "perKey": False,
-    "perKeyTokens": False,
-    "paused": False,
-}
+DEFAULT_UNIQUE_FOR_MS: Final = 86_400_000  # 24 h reservation (5.2)
+_DEFAULT_BACKOFF_TEXT: Final = jsonwire.dumps(DEFAULT_BACKOFF)  # encoded once, not per job (ADR-0105)
+_PLAIN_KEYS: Final = frozenset({"binding", "payload"})
 
 
-class JobShard:
-    """One shard of one binding (``<binding>#<n>``)."""
+class JobShard(ShardControls):
+    """One shard of one binding (``<binding>#<n>``); the less travelled calls come from ``ShardControls``."""
 
     # J-17
 
@@ -138,130 +141,6 @@ class JobShard:
         if arm_at is not None:
             await ctx.arm(arm_at)
 
-    async def heartbeat(self, job_id: str, progress: object = None, attempt: int | None = None) -> JsonObject:
-        now = self.ctx.clock.now()
-        answer = self.ctx.transaction(lambda: apply_heartbeat(self.ctx, job_id, progress, attempt, now))
-        if answer["ok"]:
-            await self.ctx.arm(now)  # J-66: project the progress
-        return answer
-
-    async def claim(self, job_id: str) -> bool:
-        now = self.ctx.clock.now()
-        return self.ctx.transaction(lambda: apply_claim(self.ctx, job_id, now))
-
-    async def expire(self, job_id: str) -> bool:
-        now = self.ctx.clock.now()
-        expired = self.ctx.transaction(lambda: apply_expire(self.ctx, job_id, now))
-        if expired:
-            await self.ctx.arm(now)
-        return expired
-
-    # ------------------------------------------------------------------ operator mutations
-    async def retry(self, job_id: str) -> JsonObject:
-        return (await self._retry(job_id)).to_wire()
-
-    async def cancel(self, job_id: str) -> JsonObject:
-        return (await self._cancel(job_id)).to_wire()
-
-    async def reschedule(
-        self,
-        job_id: str,
-        run_at: int | None = None,
-        delay_ms: int | None = None,
-        priority: float | None = None,
-    ) -> JsonObject:
-        now = self.ctx.clock.now()
-        result = await self._mutate(
-            lambda: apply_reschedule(self.ctx, job_id, run_at, delay_ms, priority, now)
-        )
-        return result.to_wire()
-
-    async def mutate_many(self, action: str, job_ids: Sequence[str]) -> JsonObject:
-        """Bulk retry/cancel with the per-job rules."""
-        # J-134
-        if action not in ("retry", "cancel"):
-            raise UnknownMutationError(f"unknown bulk action: {action}")
-        ok: list[JsonValue] = []
-        failed: list[JsonValue] = []
-        for job_id in job_ids:
-            result = await (self._retry(job_id) if action == "retry" else self._cancel(job_id))
-            if result.ok:
-                ok.append(job_id)
-            else:
-                failed.append({"id": job_id, "reason": result.reason})
-        return {"ok": ok, "failed": failed}
-
-    async def _retry(self, job_id: str) -> MutationResult:
-        now = self.ctx.clock.now()
-        return await self._mutate(lambda: apply_retry(self.ctx, job_id, now))
-
-    async def _cancel(self, job_id: str) -> MutationResult:
-        now = self.ctx.clock.now()
-        return await self._mutate(lambda: apply_cancel(self.ctx, job_id, now))
-
-    async def _mutate(self, fn: Callable[[], tuple[MutationResult, int | None]]) -> MutationResult:
-        result, arm_at = self.ctx.transaction(fn)
-        if arm_at is not None:
-            await self.ctx.arm(arm_at)
-        return result
-
-    # ------------------------------------------------------------------ settings (J-175, J-176)
-    async def configure(self, settings: JsonMapping) -> JsonObject:
-        """Replace policy and retention and pin them; notice targets stay as carried (ADR-0044)."""
-        ctx = self.ctx
-        current = ctx.settings
-
-        def run() -> None:
-            given = settings_from_wire(dict(settings))
-            if "onFailure" not in settings and "onSettled" not in settings:
-                given = replace(given, on_failure=current.on_failure, on_settled=current.on_settled)
-            ctx.pin(given)
-
-        ctx.transaction(run)
-        await ctx.arm(ctx.clock.now())
-        return ctx.settings.to_wire()
-
-    async def update_policy(self, patch: JsonMapping, settings: JsonMapping | None = None) -> JsonObject:
-        """Merge the given policy fields and pin.
-
-        ``settings`` are the binding's static settings, which the caller's config knows (the REST
-        layer passes them, as for a reset). A shard not yet pinned merges onto them: before its first
-        enqueue it holds only the built-in defaults, since static settings travel with enqueues
-        (ADR-0131). A pinned shard merges onto what it pinned.
-        """
-        # J-176, J-50
-        ctx = self.ctx
-
-        def run() -> None:
-            base = ctx.settings if ctx.pinned or settings is None else ctx.static_settings(dict(settings))
-            ctx.pin(replace(base, policy=merge_policy(base.policy, patch)))
-
-        ctx.transaction(run)
-        await ctx.arm(ctx.clock.now())
-        return ctx.settings.to_wire()
-
-    async def reset_policy(self, settings: JsonMapping | None = None) -> JsonObject:
-        """Unpin and return to the static settings last carried by an enqueue."""
-        # J-176
-        ctx = self.ctx
-        ctx.transaction(lambda: ctx.unpin(dict(settings) if settings is not None else None))
-        await ctx.arm(ctx.clock.now())
-        return ctx.settings.to_wire()
-
-    # ------------------------------------------------------------------ reads (J-185, J-186)
-    async def diagnostics(self) -> JsonObject:
-        ctx = self.ctx
-        blocked = {**_NOT_BLOCKED, **(ctx.store.get_object(LAST_BLOCKED) or {})}
-        return {
-            "active": ctx.jobs.count_active(),
-            "outbox": ctx.jobs.count_dirty(),
-            "blocked": blocked,
-            "policy": ctx.settings.policy.to_stored_wire(),  # ADR-0157: every field, as stored
-        }
-
-    async def state_of(self, job_id: str) -> str | None:
-        return self.ctx.jobs.state_of(job_id)
-
     # ------------------------------------------------------------------ the tick (J-161)
     async def alarm(self) -> None:
         await self.ctx.tick(self._tick, failure="tsumugi: tick failed")  # J-164
@@ -292,3 +171,189 @@ class JobShard:
         present = [w for w in wake if w is not None]
         if present:
             await ctx.arm(min(present), stale_before=now)
+
+
+# ------------------------------------------------------------------ enqueue inside the shard (J-26..J-41)
+def enqueue_batch(
+    ctx: ShardContext,
+    inputs: list[EnqueueItem],
+    now_ms: int,
+    outcomes: list[EnqueueOutcome] | None = None,
+) -> list[str]:
+    """Apply one ``enqueue_many`` group in one pass; returns ids in input order.
+
+    The rows are inserted together at the end, with one prepared statement (ADR-0105). A job a throttle
+    dropped has the empty id (ADR-0150); ``outcomes``, when given, receives what each input did.
+    """
+    # J-22, J-39
+    id_prefix = ids.shard_name(ctx.binding, ctx.shard_index) + ":"  # J-12, validated once per batch
+    template = job_template(ctx.binding, now_ms)
+    if all(item.keys() <= _PLAIN_KEYS for item in inputs):  # every option at its default (ADR-0120)
+        return _enqueue_plain(ctx, inputs, now_ms, id_prefix, template, outcomes)
+    out: list[str] = []
+    rows: list[tuple[JobRow, int, float]] = []
+    new_ids: set[str] = set()
+    fresh_ids = iter(ids.new_local_ids(len(inputs)))
+    expired_swept = False
+    given = [job_id for job_id in (text(item, "id") for item in inputs) if job_id is not None]
+    held = ctx.jobs.existing(given) if given else set()  # J-38: one read for the batch's given ids
+    keyed: KeyedEnqueue | None = None
+    note = outcomes.append if outcomes is not None else _ignore
+    for item in inputs:
+        given_id = text(item, "id")
+        if given_id is not None and (given_id in new_ids or given_id in held):
+            out.append(given_id)  # J-38: idempotent node enqueue, within the batch too
+            note(EnqueueOutcome(given_id, "existing"))
+            continue
+        if "debounceKey" in item or "throttleKey" in item:
+            keyed = keyed or KeyedEnqueue(ctx, now_ms)
+            answered = keyed.before_insert(item, rows)  # ADR-0149 debounced, ADR-0150 dropped
+            if answered is not None:
+                out.append(answered.id or "")
+                note(answered)
+                continue
+        job_id = given_id or id_prefix + next(fresh_ids)
+        unique_key = text(item, "uniqueKey")
+        if unique_key is not None:
+            if not expired_swept:  # J-33: expired reservations go first
+                ctx.unique.delete_expired(now_ms)
+                expired_swept = True
+            expires_at = now_ms + opt_int(item, "uniqueForMs", DEFAULT_UNIQUE_FOR_MS)
+            holder = ctx.unique.reserve(unique_key, job_id, expires_at)
+            if holder is not None:  # J-33, J-36: the holder's id, not an error (ADR-0021)
+                out.append(holder)
+                note(EnqueueOutcome(holder, "existing"))
+                continue
+        job = new_job_row(job_id, item, now_ms, template)
+        if keyed is not None:
+            keyed.shape(item, job, len(rows))
+        ready, lane_at = scheduled_lane(job["run_after"], job["priority"], now_ms)
+        rows.append((job, ready, lane_at))
+        new_ids.add(job_id)
+        out.append(job_id)
+        note(EnqueueOutcome(job_id, "created", job["run_after"]))
+    if keyed is not None:
+        keyed.window_ends(rows)
+    ctx.jobs.insert_many(rows)
+    _scheduled(ctx, len(rows))
+    if jobs_log.isEnabledFor(logging.INFO):  # ADR-0145
+        lifecycle_log.enqueued((job for job, _, _ in rows), now_ms)
+    return out
+
+
+def _enqueue_plain(
+    ctx: ShardContext,
+    inputs: list[EnqueueItem],
+    now_ms: int,
+    id_prefix: str,
+    template: JobRow,
+    outcomes: list[EnqueueOutcome] | None,
+) -> list[str]:
+    """``enqueue_batch`` when no input sets an option: new ids, one payload pass, one insert (ADR-0120)."""
+    job_ids = [id_prefix + local_id for local_id in ids.new_local_ids(len(inputs))]
+    payloads = _payload_texts([item.get("payload") for item in inputs])
+    ready, lane_at = scheduled_lane(now_ms, DEFAULT_PRIORITY, now_ms)
+    ctx.jobs.insert_uniform(template, ready, lane_at, list(zip(job_ids, payloads, strict=True)))
+    if outcomes is not None:
+        outcomes.extend(EnqueueOutcome(job_id, "created", now_ms) for job_id in job_ids)
+    _scheduled(ctx, len(job_ids))
+    if jobs_log.isEnabledFor(logging.INFO):  # ADR-0145
+        lifecycle_log.enqueued_ids(ctx.binding, job_ids)
+    return job_ids
+
+
+def _scheduled(ctx: ShardContext, count: int) -> None:
+    """ADR-0143: new jobs entered SCHEDULED."""
+    if count and telemetry.active is not None:
+        telemetry.active.jobs_moved(ctx.binding, JobState.SCHEDULED, count)
+
+
+def _ignore(_outcome: EnqueueOutcome) -> None:
+    """Where outcomes go when the caller asked only for ids."""
+
+
+def _payload_text(payload: object) -> str:
+    """The stored payload JSON; an unserializable payload fails the enqueue."""
+    # J-27
+    try:
+        return jsonwire.dumps(payload)
+    except (TypeError, ValueError, RecursionError) as exc:  # the client's words (core/options)
+        raise EnqueueError(f"payload must be JSON-serializable: {exc}") from None
+
+
+def _payload_texts(payloads: list[object]) -> list[str]:
+    """``_payload_text`` of each payload, in one frame: the plain ``enqueue_many`` path (ADR-0120)."""
+    try:
+        texts = [jsonwire.dumps(payload) for payload in payloads]
+    except (TypeError, ValueError, RecursionError) as exc:  # the client's words (core/options)
+        raise EnqueueError(f"payload must be JSON-serializable: {exc}") from None
+    for payload_text in texts:
+        check_payload_text(payload_text)  # ADR-0133: the same limit as every other enqueue path
+    return texts
+
+
+def _backoff_text(backoff: object) -> str:
+    return _DEFAULT_BACKOFF_TEXT if backoff is None else jsonwire.dumps(backoff)  # J-28: None -> default
+
+
+def job_template(binding: str, now_ms: int) -> JobRow:
+    """The row of a new SCHEDULED job with every option at its default; no id, no payload yet."""
+    # J-30
+    return {
+        "id": "",  # each job's own, set by new_job_row or insert_uniform
+        "binding": binding,
+        "state": "SCHEDULED",
+        "priority": DEFAULT_PRIORITY,
+        "attempts": 0,
+        "max_attempts": DEFAULT_MAX_ATTEMPTS,
+        "concurrency_key": None,
+        "unique_key": None,
+        "guarantee": DEFAULT_GUARANTEE,
+        "timeout_ms": DEFAULT_TIMEOUT_MS,
+        "backoff": _DEFAULT_BACKOFF_TEXT,
+        "run_after": now_ms,
+        "created_at": now_ms,
+        "updated_at": now_ms,
+        "dispatched_at": None,
+        "heartbeat_at": None,
+        "progress": None,
+        "payload": "null",
+        "result": None,
+        "run_id": None,
+        "node_id": None,
+        "expires_at": None,
+        "traceparent": None,
+        "cancel_requested_at": None,
+        "version": seq_floor(now_ms),
+    }
+
+
+def new_job_row(job_id: str, item: EnqueueItem, now_ms: int, template: JobRow) -> JobRow:
+    """The row of a new SCHEDULED job: ``template`` (``job_template``) with the item's options."""
+    # J-30
+    row = template.copy()
+    row["id"] = job_id
+    row["payload"] = _payload_text(item.get("payload"))
+    if item.keys() <= _PLAIN_KEYS:
+        return row  # nothing but binding and payload: every option is the default (ADR-0120)
+    run_at = maybe_int(item, "runAt")
+    delay_ms = maybe_int(item, "delayMs")
+    if run_at is not None or delay_ms is not None:
+        row["run_after"] = run_at if run_at is not None else now_ms + (delay_ms or 0)  # J-26
+    expires_at = maybe_int(item, "expiresAt")
+    if expires_at is None:
+        expires_in_ms = maybe_int(item, "expiresInMs")
+        expires_at = None if expires_in_ms is None else now_ms + expires_in_ms  # J-41: from enqueue time
+    row["expires_at"] = expires_at
+    row["priority"] = opt_number(item, "priority", DEFAULT_PRIORITY)
+    row["max_attempts"] = opt_int(item, "maxAttempts", DEFAULT_MAX_ATTEMPTS)
+    guarantee = text(item, "guarantee")
+    row["guarantee"] = DEFAULT_GUARANTEE if guarantee is None else guarantee
+    row["timeout_ms"] = opt_int(item, "timeoutMs", DEFAULT_TIMEOUT_MS)
+    row["backoff"] = _backoff_text(item.get("backoff"))
+    row["concurrency_key"] = text(item, "concurrencyKey")
+    row["unique_key"] = text(item, "uniqueKey")
+    row["run_id"] = text(item, "runId")
+    row["node_id"] = text(item, "nodeId")
+    row["traceparent"] = text(item, "traceparent")
+    return row

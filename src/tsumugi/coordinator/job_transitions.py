@@ -1,42 +1,39 @@
-"""The shard's changes of state: conditional updates, the events they leave and their log lines.
+"""The shard's changes of state: conditional updates, the reports that cause them, the events they leave.
 
 Each ``to_*`` function runs inside the caller's transaction and returns the new row, or None when the job
 was not in one of the source states (the race lost). A terminal move writes the job's run event and
-notices with it (``record_terminal_events``). Every move writes one INFO line of the lifecycle log
-(ADR-0145); callers that move many jobs at once check ``enabled()`` once for the batch, so a disabled
-``tsumugi.jobs`` logger costs one level check per batch and builds no line.
+notices with it (``record_terminal_events``). ``apply_report`` and ``apply_reports`` turn what the
+consumer reports about an attempt into those moves; each returns the instant to arm the alarm at (or
+None). Every move writes one line of the lifecycle log (``lifecycle_log``) when that log is on.
 """
-# J-92, J-180, J-180a, J-180b, F-45
+# J-92, J-180, J-180a, J-180b, F-45, J-115, J-95, J-165
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Final
 
 from tsumugi import telemetry
+from tsumugi.coordinator import lifecycle_log
 from tsumugi.coordinator.context import ShardContext
 from tsumugi.core import ids, jsonwire
+from tsumugi.core.backoff import DEFAULT, RetryBackoff, backoff_from_wire
 from tsumugi.core.json_types import JsonObject
+from tsumugi.core.outcome import AttemptOutcome, Completed, ReportEffect, decide_report, outcome_from_wire
 from tsumugi.core.states import FAILURE_STATES, IN_FLIGHT_STATES, JobState, assert_transition
-from tsumugi.logging import jobs_log, log_event
+from tsumugi.logging import jobs_log
 from tsumugi.ports import SqlValue
 from tsumugi.storage import lane_queries as lanes
-from tsumugi.storage.job_rows import JobRow
-from tsumugi.storage.job_store import Assignments
+from tsumugi.storage.job_rows import REPORT_COLUMNS, JobRow
+from tsumugi.storage.job_store import Assignments, Settle
 from tsumugi.storage.outboxes import RunEvent, RunJobEvent
 
 IN_FLIGHT: Final = tuple(sorted(IN_FLIGHT_STATES))  # ("QUEUED", "RUNNING")
 EXPIRED_ERROR: Final = "job expired"  # J-41: the text is undocumented; ours, recorded in ADR-0047
-ERROR_CHARS: Final = 200  # a log line carries the error's last line, cut short; the job keeps it whole
 _FROM_SCHEDULED: Final = (JobState.SCHEDULED,)
 _ID_STATE: Final = ("id", "state")  # what marking a moved row reads of it
-_TERMINAL_EVENTS: Final = {
-    "COMPLETED": "job succeeded",
-    "FAILED": "job failed",
-    "CANCELLED": "job cancelled",
-    "STALLED": "job stalled",
-}
 
 
 def _checked(from_states: Iterable[str], to_state: str) -> tuple[str, ...]:
@@ -140,10 +137,147 @@ def to_terminal(
     row = ctx.jobs.update(job_id, _checked(from_states, to_state), now_ms, assignments)
     if row is not None:
         record_terminal_events(ctx, row, now_ms, error=error, spawns=spawns)
-        log_settled((row,), now_ms, {job_id: error})  # ADR-0145
+        if jobs_log.isEnabledFor(logging.INFO):  # ADR-0145
+            lifecycle_log.settled((row,), now_ms, {job_id: error})
         if telemetry.active is not None:
             telemetry.active.jobs_moved(ctx.binding, to_state)
     return row
+
+
+# ------------------------------------------------------------------ reports (J-115, J-95, J-165)
+def apply_reports(
+    ctx: ShardContext, reports: Sequence[tuple[str, Mapping[str, object]]], now_ms: int
+) -> int | None:
+    """Apply a batch of reports as if ``apply_report`` ran for each in turn (ADR-0106, ADR-0136).
+
+    Each report arrives in its wire form and is decoded here, once. One read for the batch; the reports
+    that finish their job are written with one statement per chunk. Retries, and any job reported more
+    than once in the batch, take ``apply_report`` one by one. Returns the instant to arm the alarm at
+    (or None).
+    """
+    counts: dict[str, int] = {}
+    for job_id, _ in reports:
+        counts[job_id] = counts.get(job_id, 0) + 1
+    rows = {row["id"]: row for row in ctx.jobs.get_many(list(counts), REPORT_COLUMNS)}
+    settled: list[tuple[JobRow, ReportEffect]] = []
+    arms: list[int] = []
+    for job_id, wire in reports:
+        job = rows.get(job_id)
+        if job is None:
+            continue  # J-115: not in this shard
+        outcome = outcome_from_wire(wire)
+        if counts[job_id] > 1:
+            arm_at = apply_report(ctx, job_id, outcome, now_ms, rows.pop(job_id, None))
+            arms += [arm_at] if arm_at is not None else []
+            continue
+        # Only a failure reads the backoff (a retry's delay); a plain job's success never does.
+        needs_backoff = not isinstance(outcome, Completed) or job["run_id"] is not None
+        backoff = _backoff(job["backoff"]) if needs_backoff else DEFAULT
+        effect = decide_report(job, outcome, now_ms, ctx.rand(), backoff)
+        if effect is None:
+            continue
+        spawning = isinstance(outcome, Completed) and job["run_id"] is not None and bool(outcome.spawns)
+        if effect.to_state == "SCHEDULED" or effect.log_state is not None or spawning:
+            arm_at = apply_report(ctx, job_id, outcome, now_ms, job)  # the rarer paths, one by one
+            arms += [arm_at] if arm_at is not None else []
+            continue
+        settled.append((job, effect))
+    if settled:
+        _settle(ctx, settled, now_ms)
+        arms.append(now_ms)  # J-165
+    return min(arms) if arms else None
+
+
+def _settle(ctx: ShardContext, settled: list[tuple[JobRow, ReportEffect]], now_ms: int) -> None:
+    """Write finished reports together: the transitions, their marks and their terminal events.
+
+    ``settled`` pairs each job's row, read in this transaction, with what its report does; the rows of
+    the jobs that moved are those rows as the statement left them (ADR-0158).
+    """
+    for to_state in {effect.to_state for _, effect in settled}:
+        assert_transition(JobState.QUEUED, to_state)
+    moved = ctx.jobs.settle_many(
+        [Settle(job["id"], effect.to_state, effect.attempts, effect.result) for job, effect in settled],
+        IN_FLIGHT,
+        now_ms,
+    )
+    changed: list[JobRow] = []
+    errors: dict[str, str | None] = {}
+    for job, effect in settled:
+        if job["id"] in moved:
+            row: JobRow = {**job, "cancel_requested_at": None}
+            row["state"], row["attempts"], row["result"] = effect.to_state, effect.attempts, effect.result
+            changed.append(row)
+            errors[job["id"]] = effect.error
+    ctx.jobs.mark_changed_many(changed)
+    run_events: list[RunEvent] = []
+    for job in changed:
+        record_terminal_events(ctx, job, now_ms, error=errors[job["id"]], spawns=None, run_events=run_events)
+    ctx.events.add_run_events(run_events)
+    if jobs_log.isEnabledFor(logging.INFO):  # ADR-0145: one level check for the batch
+        lifecycle_log.settled(changed, now_ms, errors)
+
+
+def apply_report(
+    ctx: ShardContext,
+    job_id: str,
+    outcome: AttemptOutcome,
+    now_ms: int,
+    job: JobRow | None = None,
+) -> int | None:
+    """Apply one attempt's outcome (``outcome_from_wire`` of the report); ignored when not in flight or
+    stale (ADR-0046).
+
+    ``job``: the job's current row when the caller already read it (``report_many``, ADR-0106); the
+    ``REPORT_COLUMNS`` are enough.
+    """
+    # J-115
+    if job is None:
+        job = ctx.jobs.get(job_id)
+    if job is None:
+        return None
+    effect = decide_report(job, outcome, now_ms, ctx.rand(), _backoff(job["backoff"]))
+    if effect is None:
+        return None
+    if effect.log_state is not None:  # J-95: before the transition, so the same snapshot carries it
+        ctx.attempts.record(
+            job_id, effect.attempts, effect.log_state, job["dispatched_at"], now_ms, effect.error
+        )
+    if effect.to_state == "SCHEDULED":
+        assert effect.run_after is not None
+        to_scheduled(
+            ctx,
+            job_id,
+            IN_FLIGHT,
+            now_ms,
+            run_after=effect.run_after,
+            attempts=effect.attempts,
+            dispatched_at=None,
+        )
+        if jobs_log.isEnabledFor(logging.INFO):  # ADR-0145
+            lifecycle_log.retrying(job, effect.attempts, now_ms, effect.run_after, effect.error)
+        # ADR-0047: arm at once, so the freed slot is reused and the failure projected without delay.
+        return now_ms
+    # F-55: only run jobs spawn
+    spawns = outcome.spawns if isinstance(outcome, Completed) and job["run_id"] is not None else None
+    to_terminal(
+        ctx,
+        job_id,
+        IN_FLIGHT,
+        effect.to_state,
+        now_ms,
+        error=effect.error,
+        spawns=list(spawns) if spawns else None,
+        attempts=effect.attempts,
+        result=effect.result,
+    )
+    return now_ms  # J-165
+
+
+@lru_cache(maxsize=64)  # a shard's jobs share a handful of backoffs, most the default: decode each once
+def _backoff(text: str) -> RetryBackoff:
+    wire = jsonwire.loads(text)
+    return backoff_from_wire(wire if isinstance(wire, dict) else None)
 
 
 # ------------------------------------------------------------------ terminal events (F-45, J-180)
@@ -224,113 +358,3 @@ def _add(ctx: ShardContext, job: JobRow, target: str, payload: JsonObject) -> No
     # A fixed id per notice makes redelivery idempotent: the target shard returns the existing job (J-38).
     notice_id = ids.format_job_id(target, 0, ids.new_local_id())
     ctx.events.add_notice(target, notice_id, payload, job["traceparent"])  # J-40: the trace goes on
-
-
-# ------------------------------------------------------------------ the lifecycle log (ADR-0145)
-def enabled(level: int = logging.INFO) -> bool:
-    return jobs_log.isEnabledFor(level)
-
-
-def error_summary(error: str | None) -> str | None:
-    """The last non-empty line of an error text (a traceback ends with ``Type: message``), cut short."""
-    if not error:
-        return None
-    lines = [line.strip() for line in error.strip().splitlines() if line.strip()]
-    last = lines[-1] if lines else error.strip()
-    return last if len(last) <= ERROR_CHARS else last[: ERROR_CHARS - 1] + "…"
-
-
-def log_enqueued(jobs: Iterable[JobRow], now_ms: int) -> None:
-    """``job enqueued`` for each new row; ``delay_ms`` when it waits to run."""
-    if not enabled():
-        return
-    for job in jobs:
-        delay_ms = job["run_after"] - now_ms
-        log_event(
-            jobs_log,
-            logging.INFO,
-            "job enqueued",
-            binding=job["binding"],
-            job=job["id"],
-            max_attempts=job["max_attempts"],
-            delay_ms=delay_ms if delay_ms > 0 else None,
-            run=job["run_id"],
-        )
-
-
-def log_enqueued_ids(binding: str, job_ids: Iterable[str]) -> None:
-    """``job enqueued`` for new jobs with every option at its default."""
-    if not enabled():
-        return
-    for job_id in job_ids:
-        log_event(jobs_log, logging.INFO, "job enqueued", binding=binding, job=job_id)
-
-
-def log_dispatched(jobs: Iterable[JobRow]) -> None:
-    """``job dispatched`` with the attempt about to run, ``attempt`` of ``max_attempts``."""
-    if not enabled():
-        return
-    for job in jobs:
-        log_event(
-            jobs_log,
-            logging.INFO,
-            "job dispatched",
-            binding=job["binding"],
-            job=job["id"],
-            attempt=job["attempts"] + 1,
-            max_attempts=job["max_attempts"],
-        )
-
-
-def log_retrying(job: JobRow, attempts: int, now_ms: int, run_after: int, error: str | None) -> None:
-    """``job retrying``: the next attempt (``attempt`` of ``max_attempts``) runs ``in_ms`` from now."""
-    if not enabled():
-        return
-    log_event(
-        jobs_log,
-        logging.INFO,
-        "job retrying",
-        binding=job["binding"],
-        job=job["id"],
-        attempt=attempts + 1,
-        max_attempts=job["max_attempts"],
-        in_ms=max(0, run_after - now_ms),
-        error=error_summary(error) if error is not None else "no report before the silence timeout",
-    )
-
-
-def log_settled(jobs: Iterable[JobRow], now_ms: int, errors: Mapping[str, str | None]) -> None:
-    """``job succeeded`` (``duration_ms`` from dispatch to report), ``failed``, ``cancelled``, ``stalled``."""
-    if not enabled():
-        return
-    for job in jobs:
-        state = job["state"]
-        dispatched_at = job["dispatched_at"]
-        duration_ms = now_ms - dispatched_at if state == "COMPLETED" and dispatched_at is not None else None
-        log_event(
-            jobs_log,
-            logging.INFO,
-            _TERMINAL_EVENTS.get(state, f"job {state.lower()}"),
-            binding=job["binding"],
-            job=job["id"],
-            attempt=job["attempts"],
-            max_attempts=job["max_attempts"],
-            duration_ms=duration_ms,
-            run=job["run_id"],
-            error=error_summary(errors.get(job["id"])),
-        )
-
-
-def log_tick(shard: str, now_ms: int, dispatched: int, decided: int, next_alarm_at: int | None) -> None:
-    """``shard tick`` at DEBUG: what one alarm did, and when the next one is due."""
-    if not enabled(logging.DEBUG):
-        return
-    log_event(
-        jobs_log,
-        logging.DEBUG,
-        "shard tick",
-        shard=shard,
-        dispatched=dispatched,
-        decided=decided,
-        next_in_ms=next_alarm_at - now_ms if next_alarm_at is not None else None,
-    )

@@ -3,18 +3,17 @@
 
 from __future__ import annotations
 
+import logging
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
+from tsumugi.coordinator import lifecycle_log
 from tsumugi.coordinator.context import ShardContext, log
 from tsumugi.coordinator.job_transitions import (
     EXPIRED_ERROR,
     IN_FLIGHT,
-    log_dispatched,
-    log_retrying,
-    log_tick,
     to_queued_many,
     to_scheduled,
     to_terminal,
@@ -36,6 +35,7 @@ from tsumugi.core.schedule import (
 )
 from tsumugi.core.states import FAILURE_STATES, JobState
 from tsumugi.core.token_bucket import bucket_from_wire, is_full, refill
+from tsumugi.logging import jobs_log
 from tsumugi.storage.job_rows import JobRow
 from tsumugi.storage.key_tables import BUCKET, LAST_BLOCKED
 from tsumugi.storage.outboxes import Notice
@@ -132,7 +132,8 @@ def plan_tick(ctx: ShardContext, now_ms: int) -> TickPlan:
     queued = to_queued_many(ctx, [rows[job_id] for job_id in dispatches], now_ms)
     plan.messages = [dispatch_message(job) for job in queued]
     dispatched = len(plan.messages)
-    log_dispatched(queued)  # ADR-0145
+    if jobs_log.isEnabledFor(logging.INFO):  # ADR-0145
+        lifecycle_log.dispatched(queued)
     plan.rerun = (  # J-163: bounded work left over runs in the next tick, at once
         promoted >= PROMOTE_LIMIT
         or len(due) >= TICK_ROWS
@@ -142,8 +143,10 @@ def plan_tick(ctx: ShardContext, now_ms: int) -> TickPlan:
     waiting = ctx.lanes.earliest_waiting()
     if waiting is not None:
         plan.next_alarm_at = waiting if plan.next_alarm_at is None else min(plan.next_alarm_at, waiting)
-    shard = ids.shard_name(ctx.binding, ctx.shard_index)
-    log_tick(shard, now_ms, dispatched, len(result.decisions) - len(dispatches), plan.next_alarm_at)
+    if jobs_log.isEnabledFor(logging.DEBUG):
+        shard = ids.shard_name(ctx.binding, ctx.shard_index)
+        decided = len(result.decisions) - len(dispatches)
+        lifecycle_log.tick(shard, now_ms, dispatched, decided, plan.next_alarm_at)
     return plan
 
 
@@ -197,7 +200,8 @@ def _apply(
             attempts=decision.attempts,
             dispatched_at=None,
         )
-        log_retrying(job, decision.attempts, now_ms, job["run_after"], None)  # ADR-0145: silent too long
+        if jobs_log.isEnabledFor(logging.INFO):  # ADR-0145: silent too long
+            lifecycle_log.retrying(job, decision.attempts, now_ms, job["run_after"], None)
     elif isinstance(decision, Stall):  # E9
         to_terminal(ctx, decision.id, IN_FLIGHT, JobState.STALLED, now_ms, attempts=decision.attempts)
     elif isinstance(decision, Fail):  # E8
