@@ -35,7 +35,10 @@ if TYPE_CHECKING:
     from tsumugi.core.cron import next_cron_at, parse_cron
     from tsumugi.core.enqueue_keys import EnqueueOutcome
     from tsumugi.core.flow.model import Flow
-    from tsumugi.core.ids import (
+    from tsumugi.core.options import EnqueueInput, EnqueueOptions
+    from tsumugi.core.schedules import ScheduleContext, next_occurrence, normalize_schedules
+    from tsumugi.core.states import JobState
+    from tsumugi.core.wire_format import (
         format_job_id,
         hash_to_shard,
         parse_job_id,
@@ -43,9 +46,6 @@ if TYPE_CHECKING:
         shard_name,
         shard_name_of,
     )
-    from tsumugi.core.options import EnqueueInput, EnqueueOptions
-    from tsumugi.core.schedules import ScheduleContext, next_occurrence, normalize_schedules
-    from tsumugi.core.states import JobState
     from tsumugi.errors import (
         ConfigurationError,
         EnqueueError,
@@ -116,7 +116,7 @@ _ORIGINS: dict[str, str] = {
     ),
     **dict.fromkeys(
         ("format_job_id", "hash_to_shard", "parse_job_id", "resolve_shard", "shard_name", "shard_name_of"),
-        "tsumugi.core.ids",
+        "tsumugi.core.wire_format",
     ),
     **dict.fromkeys(
         (

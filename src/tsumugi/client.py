@@ -16,7 +16,6 @@ from typing import Any, Final, Protocol, TypeVar
 from tsumugi import telemetry
 from tsumugi.core.config import BindingConfig, binding_config_from
 from tsumugi.core.enqueue_keys import EnqueueOutcome, outcome_from_wire
-from tsumugi.core.ids import resolve_shard, shard_name, validate_binding
 from tsumugi.core.json_types import JsonMapping, JsonObject
 from tsumugi.core.options import (
     OnEnqueue,
@@ -26,6 +25,7 @@ from tsumugi.core.options import (
     input_from,
     to_wire_input,
 )
+from tsumugi.core.wire_format import resolve_shard, shard_name, validate_binding
 from tsumugi.errors import (
     ConfigurationError,
     EnqueueError,

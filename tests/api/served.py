@@ -22,7 +22,8 @@ from tsumugi.flows import FlowBuilder, create_flow
 from tsumugi.performer import JobContext, Performer
 from tsumugi.runtimes.local.runtime import LocalRuntime
 from tsumugi.runtimes.local.sql_database import SqliteDatabase, apply_migrations
-from tsumugi.storage.read_model_metrics import LocalMetricsReader, LocalMetricsWriter
+from tsumugi.storage.metrics_reader import LocalMetricsReader
+from tsumugi.storage.read_model_writer import LocalMetricsWriter
 
 SCHEDULES = [
     {"name": "nightly", "kind": "job", "target": "MAIL", "every_ms": None, "cron": "0 3 * * *",

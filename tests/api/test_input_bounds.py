@@ -16,7 +16,8 @@ from tests.api.rest_harness import AUTH, NOW, Harness, RecordingFlows, job, make
 
 from tsumugi.api import MissingBindingsReport
 from tsumugi.api.wire import MAX_BODY_BYTES
-from tsumugi.core.input_bounds import MAX_DURATION_MS, MAX_INSTANT_MS, MAX_PAYLOAD_BYTES, MAX_SAFE_INTEGER
+from tsumugi.core.input_bounds import MAX_DURATION_MS, MAX_INSTANT_MS, MAX_SAFE_INTEGER
+from tsumugi.core.wire_format import MAX_PAYLOAD_BYTES
 from tsumugi.errors import StorageFullError
 from tsumugi.runtimes.local.sql_database import SqliteDatabase, apply_migrations
 

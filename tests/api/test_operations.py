@@ -11,7 +11,8 @@ from tests.api.rest_harness import NOW, Harness, job
 
 from tsumugi.api import BindingOptions
 from tsumugi.errors import MetricsUpstreamError
-from tsumugi.storage.read_model_metrics import LocalMetricsReader, LocalMetricsWriter
+from tsumugi.storage.metrics_reader import LocalMetricsReader
+from tsumugi.storage.read_model_writer import LocalMetricsWriter
 
 HOUR_MS = 3_600_000
 

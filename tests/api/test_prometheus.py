@@ -18,9 +18,8 @@ from tests.api.test_spec_pipeline import out_of_date
 from tsumugi.api import MissingBindingsReport
 from tsumugi.api.prometheus import CLIENT_MISSING, CONTENT_TYPE
 from tsumugi.runtimes.local.sql_database import SqliteDatabase
-from tsumugi.storage.read_model_metrics import HOUR_MS, KEPT_HOURS, LocalMetricsWriter
 from tsumugi.storage.read_model_migrations import EXPECTED_MIGRATIONS
-from tsumugi.storage.read_model_writer import D1ReadModelWriter
+from tsumugi.storage.read_model_writer import HOUR_MS, KEPT_HOURS, D1ReadModelWriter, LocalMetricsWriter
 
 HTML = "<!doctype html><title>Tsumugi</title>"
 STARTED_AT = NOW - 60_000  # the runtime started a minute before NOW

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tsumugi.core.ids import format_job_id, parse_job_id
+from tsumugi.core.wire_format import format_job_id, parse_job_id
 
 WIRE_INPUT_KEYS = {
     "binding",

@@ -13,7 +13,8 @@ import pytest
 
 from tsumugi import client, create_client, define_tsumugi
 from tsumugi.clock import FixedClock
-from tsumugi.core.input_bounds import MAX_DURATION_MS, MAX_INSTANT_MS, MAX_PAYLOAD_BYTES, MAX_SAFE_INTEGER
+from tsumugi.core.input_bounds import MAX_DURATION_MS, MAX_INSTANT_MS, MAX_SAFE_INTEGER
+from tsumugi.core.wire_format import MAX_PAYLOAD_BYTES
 from tsumugi.errors import EnqueueError, PayloadTooLargeError
 from tsumugi.performer import JobContext, Performer
 from tsumugi.testing.fakes import InProcessShards
@@ -101,7 +102,7 @@ async def test_lone_surrogates_in_keys_are_stored_as_the_workers_runtime_stores_
     )
     sent = namespace.calls[0][1][0]
     assert (sent["uniqueKey"], sent["concurrencyKey"]) == ("u\ufffd", "\ufffdc")
-    assert sent["payload"] == "\ud800"  # JSON text escapes it, losslessly (jsonwire, as JSON.stringify)
+    assert sent["payload"] == "\ud800"  # JSON text escapes it, losslessly (wire_format, as JSON.stringify)
 
 
 @pytest.mark.parametrize(

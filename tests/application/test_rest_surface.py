@@ -16,7 +16,7 @@ from tsumugi.clock import FixedClock
 from tsumugi.flows import FlowBuilder, create_flow
 from tsumugi.performer import JobContext, Performer
 from tsumugi.runtimes.local.sql_database import SqliteDatabase, apply_migrations
-from tsumugi.storage.read_model_metrics import LocalMetricsReader
+from tsumugi.storage.metrics_reader import LocalMetricsReader
 from tsumugi.ui import dashboard_html
 
 TOKEN = "secret-token"

@@ -9,8 +9,8 @@ from tests.api.rest_harness import make_harness
 
 from tsumugi import client
 from tsumugi.application import define_tsumugi
-from tsumugi.core.ids import format_job_id, parse_job_id, shard_name
 from tsumugi.core.states import assert_transition
+from tsumugi.core.wire_format import format_job_id, parse_job_id, shard_name
 from tsumugi.errors import (
     ConfigurationError,
     EnqueueError,

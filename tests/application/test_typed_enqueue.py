@@ -9,7 +9,7 @@ import pytest
 
 from tsumugi.application import define_tsumugi
 from tsumugi.core.config import BindingConfig, OnSettled, Policy, Rate
-from tsumugi.core.ids import hash_to_shard
+from tsumugi.core.wire_format import hash_to_shard
 from tsumugi.errors import EnqueueError, InvalidJobIdError, MissingBindingsError, RequiredKeyError
 from tsumugi.performer import JobContext, Performer
 

@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
 from tsumugi.application import define_tsumugi
-from tsumugi.core.ids import shard_name_of
+from tsumugi.core.wire_format import shard_name_of
 from tsumugi.performer import JobContext, Performer
 
 TIMEOUT_MS = 3_000  # the attempt's timeout; the reaper acts TIMEOUT_MS + GRACE_MS after dispatch (J-111)

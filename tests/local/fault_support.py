@@ -17,7 +17,7 @@ from tests import polling
 
 from tsumugi.application import define_tsumugi
 from tsumugi.clock import FixedClock
-from tsumugi.core.ids import shard_name_of
+from tsumugi.core.wire_format import shard_name_of
 from tsumugi.performer import JobContext, Performer
 from tsumugi.ports import SqlExecutor
 from tsumugi.runtimes.local.engine_wiring import RUNS_KIND, EngineWiring

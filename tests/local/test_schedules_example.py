@@ -10,7 +10,7 @@ import pytest
 from tests.local.flow_support import TOKEN, path_id, rest_client, until
 
 from tsumugi.clock import FixedClock
-from tsumugi.core.ids import format_job_id
+from tsumugi.core.wire_format import format_job_id
 from tsumugi.runtimes.local.app_loader import LoadedApp, load_app
 from tsumugi.runtimes.local.runtime import LocalRuntime
 

@@ -25,7 +25,8 @@ from tsumugi.projection.analytics_engine import (
 )
 from tsumugi.runtimes.cloudflare.d1_database import D1Database
 from tsumugi.runtimes.local.sql_database import SqliteDatabase, apply_migrations
-from tsumugi.storage.read_model_metrics import LocalMetricsReader, LocalMetricsWriter
+from tsumugi.storage.metrics_reader import LocalMetricsReader
+from tsumugi.storage.read_model_writer import LocalMetricsWriter
 
 HOUR_MS = 3_600_000
 CREDENTIALS = {"accountId": "acc9", "apiToken": "secret", "dataset": "tsumugi_metrics"}

@@ -14,10 +14,9 @@ from tsumugi.clock import FixedClock
 from tsumugi.core.config import SweepOptions
 from tsumugi.projection.read_model_sweep import sweep_read_model
 from tsumugi.runtimes.local.sql_database import LEDGER_DDL, SqliteDatabase, apply_migrations
-from tsumugi.storage.read_model_metrics import LocalMetricsWriter
 from tsumugi.storage.read_model_migrations import MigrationGate, read_migration_status
 from tsumugi.storage.read_model_schema import EXPECTED_MIGRATIONS
-from tsumugi.storage.read_model_writer import D1ReadModelWriter
+from tsumugi.storage.read_model_writer import D1ReadModelWriter, LocalMetricsWriter
 
 MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
 WEEK_MS = 604_800_000

@@ -5,12 +5,12 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tsumugi.core.schedule import JobView, candidate_order
+from tsumugi.core.job_view import JobView
+from tsumugi.core.schedule import candidate_order
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
-from tsumugi.storage.job_rows import JOB_COLUMNS, scheduled_lane, seq_floor
-from tsumugi.storage.job_store import JobStore
-from tsumugi.storage.lane_queries import LaneQueries
+from tsumugi.storage.job_table import JOB_COLUMNS, JobStore, scheduled_lane, seq_floor
 from tsumugi.storage.shard_schema import ensure_shard_schema
+from tsumugi.storage.tick_tables import LaneQueries
 
 NOW = 50_000_000
 
@@ -53,7 +53,7 @@ def test_merge_equals_pure_order(
             version=seq_floor(created_at),
         )
         ready, lane_at = scheduled_lane(run_after, priority, NOW)
-        store.insert(row, ready, lane_at)
+        store.insert_many([(row, ready, lane_at)])  # type: ignore[list-item]
         if run_after <= NOW:
             views.append(
                 JobView(id=str(row["id"]), state="SCHEDULED", priority=priority, created_at=created_at)

@@ -12,13 +12,13 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tsumugi.ports import SqlExecutor
+from tsumugi.ports import SqlExecutor, SqlValue
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
-from tsumugi.storage.job_rows import JOB_COLUMNS, scheduled_lane, seq_floor
-from tsumugi.storage.job_store import JobStore
-from tsumugi.storage.key_tables import UniqueKeys
-from tsumugi.storage.lane_queries import LaneQueries
+from tsumugi.storage.job_lookups import JobLookups
+from tsumugi.storage.job_table import JOB_COLUMNS, JobRow, JobStore, scheduled_lane, seq_floor
+from tsumugi.storage.read_model_writer import ProjectionOutbox
 from tsumugi.storage.shard_schema import ensure_shard_schema
+from tsumugi.storage.tick_tables import LaneQueries, UniqueKeys
 
 EXECUTORS: dict[str, Callable[[], SqlExecutor]] = {"sqlite3": SqliteExecutor}
 NOW = 1_000_000
@@ -63,7 +63,12 @@ def dirty_ids(sql: SqlExecutor) -> list[str]:
 
 def insert(store: JobStore, row: dict[str, object], now: int = NOW) -> None:
     ready, lane_at = scheduled_lane(row["run_after"], row["priority"], now)  # type: ignore[arg-type]
-    store.insert(row, ready, lane_at)
+    store.insert_many([(row, ready, lane_at)])  # type: ignore[list-item]
+
+
+def versions(rows: list[JobRow]) -> dict[str, tuple[SqlValue, SqlValue] | None]:
+    """What a projection of ``rows`` clears: each job's ``(version, created_at)``."""
+    return {r["id"]: (r["version"], r["created_at"]) for r in rows}
 
 
 def test_writes_return_no_rows_and_reads_return_tuples(sql: SqlExecutor) -> None:
@@ -114,31 +119,31 @@ def test_conditional_update_reports_the_winner_once(sql: SqlExecutor) -> None:
 
 def test_new_jobs_wait_in_fresh_and_a_finished_one_is_marked_at_once(sql: SqlExecutor) -> None:
     # J-190 with ADR-0119: a change to a job not yet projected needs no mark, unless the job finished
-    store = JobStore(sql)
+    store, outbox, lookups = JobStore(sql), ProjectionOutbox(sql), JobLookups(sql)
     insert(store, job("B#0:a"))
     insert(store, job("B#0:b", created_at=NOW + 5))
     store.update("B#0:a", ("SCHEDULED",), NOW + 1, {"state": "QUEUED", "ready": 0, "lane_at": NOW})
     assert dirty_ids(sql) == []
-    assert store.fresh_ids(NOW + 5, 10) == {"B#0:a": NOW}  # created strictly before the cutoff
-    assert store.earliest_fresh() == NOW and store.count_dirty() == 2
+    assert outbox.fresh_ids(NOW + 5, 10) == {"B#0:a": NOW}  # created strictly before the cutoff
+    assert outbox.earliest_fresh() == NOW and lookups.count_dirty() == 2
     store.update("B#0:a", ("QUEUED",), NOW + 2, {"state": "COMPLETED", "ready": 0, "lane_at": NOW + 2})
-    assert dirty_ids(sql) == ["B#0:a"] and store.count_dirty() == 2
+    assert dirty_ids(sql) == ["B#0:a"] and lookups.count_dirty() == 2
 
 
 def test_dirty_mark_survives_a_change_after_projection_read(sql: SqlExecutor) -> None:
     # ADR-0042: a job that changed after its snapshot was taken stays dirty; the rest are cleared
-    store = JobStore(sql)
+    store, outbox = JobStore(sql), ProjectionOutbox(sql)
     insert(store, job("B#0:a"))
     insert(store, job("B#0:b"))
-    fresh = store.fresh_ids(NOW + 1, 10)
-    projected = {r["id"]: r for r in store.get_many(fresh)}
+    fresh = outbox.fresh_ids(NOW + 1, 10)
+    projected = versions(store.get_many(fresh))
     store.update("B#0:b", ("SCHEDULED",), NOW + 1, {"priority": 3}, transition=False)
-    store.clear_dirty(projected, fresh)
-    assert store.fresh_ids(NOW + 1, 10) == {"B#0:b": NOW}
-    store.clear_dirty({r["id"]: r for r in store.get_many(["B#0:b"])}, {"B#0:b": NOW})
-    assert store.count_dirty() == 0
+    outbox.clear_projected(projected, fresh)
+    assert outbox.fresh_ids(NOW + 1, 10) == {"B#0:b": NOW}
+    outbox.clear_projected(versions(store.get_many(["B#0:b"])), {"B#0:b": NOW})
+    assert JobLookups(sql).count_dirty() == 0
     store.update("B#0:b", ("SCHEDULED",), NOW + 2, {"priority": 4}, transition=False)  # projected: marked
-    assert dirty_ids(sql) == ["B#0:b"] and store.fresh_ids(NOW + 1, 10) == {}
+    assert dirty_ids(sql) == ["B#0:b"] and outbox.fresh_ids(NOW + 1, 10) == {}
 
 
 def test_ready_merge_orders_all_ready_jobs_by_aged_priority(sql: SqlExecutor) -> None:

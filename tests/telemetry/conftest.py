@@ -24,7 +24,7 @@ from tsumugi import telemetry
 from tsumugi.application import define_tsumugi
 from tsumugi.application.tsumugi import Tsumugi
 from tsumugi.clock import FixedClock
-from tsumugi.core.ids import shard_name_of
+from tsumugi.core.wire_format import shard_name_of
 from tsumugi.performer import JobContext, Performer
 from tsumugi.runtimes.local.runtime import LocalRuntime
 

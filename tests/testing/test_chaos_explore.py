@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tsumugi import JobContext, Performer, define_tsumugi
-from tsumugi.core import ids
+from tsumugi.core import wire_format
 from tsumugi.testing.chaos import (
     FAULT_KINDS,
     Chaos,
@@ -101,9 +101,9 @@ async def test_a_schedule_replays_the_same_history() -> None:
 
 
 async def test_the_engines_ids_are_given_back_after_a_simulation() -> None:
-    generator = ids.new_local_ids
+    generator = wire_format.new_local_ids
     await simulate(app, two_jobs, schedule=FaultSchedule(0))
-    assert ids.new_local_ids is generator
+    assert wire_format.new_local_ids is generator
 
 
 async def test_a_shrunk_schedule_fails_and_fails_no_more_without_any_one_of_its_faults() -> None:

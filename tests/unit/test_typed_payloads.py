@@ -13,10 +13,10 @@ from typing import Annotated, Any, Literal, NewType, NotRequired, TypedDict
 
 import pytest
 
+from tsumugi.core.mismatch import Mismatch
+from tsumugi.core.wire_format import to_json
 from tsumugi.errors import ConfigurationError, InvalidPayloadError, ResultNotJsonError
 from tsumugi.payloads import dump_result, types_of
-from tsumugi.payloads.issues import Mismatch
-from tsumugi.payloads.json_values import to_json
 from tsumugi.payloads.type_compile import NeedsPydantic, compile_type
 from tsumugi.performer import JobContext, Performer
 

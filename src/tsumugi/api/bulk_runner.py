@@ -17,9 +17,9 @@ from typing import Final
 from tsumugi.api.bulk_answers import counted
 from tsumugi.api.validation import BULK_MAX_IDS
 from tsumugi.api.wire import BodyError, is_finite_number
-from tsumugi.core.ids import parse_job_id
 from tsumugi.core.input_bounds import clamp_duration, clamp_instant, clamp_safe, well_formed
 from tsumugi.core.json_types import JsonMapping, JsonObject, JsonValue
+from tsumugi.core.wire_format import parse_job_id
 from tsumugi.errors import InvalidJobIdError
 from tsumugi.ports import ShardNamespace
 from tsumugi.storage.bulk_actions import BulkActions, BulkRecord

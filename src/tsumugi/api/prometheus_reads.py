@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Final
 
 from tsumugi.ports import SqlDatabase, SqlValue
-from tsumugi.storage.read_model_metrics import ensure_metrics_table
+from tsumugi.storage.read_model_writer import ensure_metrics_table
 
 # Upper bounds of the duration histogram in ms: 5 ms .. 15 min, the longest a local consumer holds a
 # lease (dispatch_queue.LEASE_MS); Prometheus's default buckets stop at 10 s, short for jobs.

@@ -16,7 +16,7 @@ from tsumugi.api.bulk_runner import step, validate_bulk_action
 from tsumugi.api.context import RequestContext
 from tsumugi.api.shapes import BulkCount, BulkProgress
 from tsumugi.api.wire import BodyError, error_response, json_response, read_json_body
-from tsumugi.core.ids import new_local_ids
+from tsumugi.core.wire_format import new_local_ids
 from tsumugi.ports import ShardNamespace
 from tsumugi.storage.bulk_actions import BulkActions, BulkRecord
 

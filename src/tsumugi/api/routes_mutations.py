@@ -22,9 +22,9 @@ from tsumugi.api.wire import (
     refusal_response,
 )
 from tsumugi.core.enqueue_keys import EnqueueOutcome
-from tsumugi.core.ids import parse_job_id
 from tsumugi.core.input_bounds import clamp_instant
 from tsumugi.core.json_types import JsonObject
+from tsumugi.core.wire_format import parse_job_id
 from tsumugi.errors import EnqueueError, InvalidJobIdError, PayloadTooLargeError
 from tsumugi.storage import read_model_jobs as jobs_sql
 from tsumugi.storage.read_model_jobs import JobFilter

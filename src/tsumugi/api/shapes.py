@@ -1,4 +1,4 @@
-"""The REST bodies as the server builds them: typed dicts, shaped by hand, printed by ``jsonwire``.
+"""The REST bodies as the server builds them: typed dicts, shaped by hand, printed by ``wire_format``.
 
 The server needs no validation library to answer: every body it sends is built here from rows and
 coordinator answers it already trusts, so shaping means choosing the wire fields in their wire order and
@@ -18,7 +18,7 @@ from typing import Literal, NotRequired, TypeGuard, TypeVar, cast
 from typing_extensions import TypedDict  # pydantic reads this one on Python 3.11 (tests/api/test_shapes.py)
 
 JobStateName = Literal["SCHEDULED", "QUEUED", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "STALLED"]
-Number = int | float  # JS numbers: integral values print without a fraction (jsonwire)
+Number = int | float  # JS numbers: integral values print without a fraction (wire_format)
 Shape = TypeVar("Shape")
 
 

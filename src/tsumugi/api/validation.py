@@ -15,15 +15,10 @@ from typing import Final, TypeGuard
 
 from tsumugi.api.shapes import CreateJobRequest, RescheduleRequest, StartRunRequest
 from tsumugi.api.wire import BodyError, TooLargeError, is_finite_number
-from tsumugi.core import jsonwire
-from tsumugi.core.input_bounds import (
-    check_payload_text,
-    clamp_duration,
-    clamp_instant,
-    clamp_safe,
-    well_formed,
-)
+from tsumugi.core import wire_format
+from tsumugi.core.input_bounds import clamp_duration, clamp_instant, clamp_safe, well_formed
 from tsumugi.core.json_types import JsonMapping, JsonValue
+from tsumugi.core.wire_format import check_payload_text
 from tsumugi.errors import PayloadTooLargeError
 
 BULK_MAX_IDS: Final = 200  # A-49
@@ -143,7 +138,7 @@ def _accept_keyed_fields(fields: JsonMapping, accepted: CreateJobRequest) -> Non
 def _check_payload_size(payload: JsonValue) -> None:
     """ADR-0133: 413 when the payload's JSON is over the limit (any parsed JSON value serialises)."""
     try:
-        check_payload_text(jsonwire.dumps(payload))
+        check_payload_text(wire_format.dumps(payload))
     except PayloadTooLargeError as error:
         raise TooLargeError(str(error)) from None
 

@@ -11,7 +11,7 @@ from typing import Final, NoReturn, TypeGuard
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from tsumugi.core import jsonwire
+from tsumugi.core import wire_format
 from tsumugi.core.input_bounds import clamp_instant
 from tsumugi.core.json_types import JsonValue
 
@@ -58,10 +58,10 @@ class TooLargeError(Exception):
 def json_response(body: object, status: int = 200) -> Response:
     """Compact JSON with integral numbers printed as integers.
 
-    ``body`` is a JSON value or a typed shape of one; ``jsonwire`` refuses anything else.
+    ``body`` is a JSON value or a typed shape of one; ``wire_format`` refuses anything else.
     """
     # A-2, A-10
-    return Response(jsonwire.dumps(body), status_code=status, media_type=JSON_MEDIA_TYPE)
+    return Response(wire_format.dumps(body), status_code=status, media_type=JSON_MEDIA_TYPE)
 
 
 def error_response(message: str, status: int) -> Response:

@@ -18,10 +18,10 @@ from tsumugi.core.config import (
 from tsumugi.core.config_checks import from_mapping
 from tsumugi.core.flow.model import Flow
 from tsumugi.core.flow.validation import validate_flows
-from tsumugi.core.ids import validate_binding
 from tsumugi.core.json_types import JsonObject
 from tsumugi.core.options import OnEnqueue
 from tsumugi.core.schedules import ScheduleDef, normalize_schedules
+from tsumugi.core.wire_format import validate_binding
 from tsumugi.errors import (
     ConfigurationError,
     EnqueueError,

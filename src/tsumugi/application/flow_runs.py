@@ -10,9 +10,9 @@ from typing import Final, Protocol
 
 from tsumugi.client import env_binding
 from tsumugi.core.flow.ids import format_run_id, parse_run_id
-from tsumugi.core.ids import new_local_id
 from tsumugi.core.input_bounds import clamp_duration
 from tsumugi.core.json_types import JsonMapping, JsonObject
+from tsumugi.core.wire_format import new_local_id
 from tsumugi.errors import ConfigurationError, InvalidFlowError, UnknownMutationError
 
 __all__ = [

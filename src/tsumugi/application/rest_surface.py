@@ -18,7 +18,7 @@ from tsumugi.api.options import (
 from tsumugi.client import env_binding
 from tsumugi.clock import Clock
 from tsumugi.projection.analytics_engine import analytics_engine_metrics
-from tsumugi.storage.read_model_metrics import LocalMetricsReader
+from tsumugi.storage.metrics_reader import LocalMetricsReader
 from tsumugi.ui import dashboard_html
 
 if TYPE_CHECKING:

@@ -28,7 +28,9 @@ from tsumugi.clock import Clock, SystemClock
 from tsumugi.core.config import BindingConfig, SweepOptions
 from tsumugi.core.enqueue_keys import EnqueueOutcome
 from tsumugi.core.json_types import JsonMapping, JsonObject
+from tsumugi.core.mismatch import Mismatch
 from tsumugi.core.options import EnqueueInput, EnqueueOptions
+from tsumugi.core.wire_format import to_json
 from tsumugi.errors import MissingBindingsError
 from tsumugi.execution import PerformersResolver, handle_batch
 from tsumugi.performer import Performer
@@ -212,7 +214,6 @@ class Tsumugi(AppSettings):
         the binding's name. Options the call leaves unset come from the performer's class attributes.
         """
         self.check_environment(env)  # J-24: before the input is looked at
-        item: Mapping[str, object]
         if isinstance(target, type):
             if payload is _NO_PAYLOAD:
                 raise TypeError(f"enqueue(env, {target.__name__}, payload) needs the payload")
@@ -221,7 +222,20 @@ class Tsumugi(AppSettings):
             raise TypeError("enqueue takes (env, PerformerClass, payload) or (env, binding=..., payload=...)")
         else:
             item = {**target, **options} if target is not None else options
-        return (await self._typed.enqueue_many(env, [self._inputs.shape(item)]))[0]
+        return (await self._typed.enqueue_many(env, [self._shaped(item)]))[0]
+
+    def _shaped(self, item: Mapping[str, object]) -> Mapping[str, object]:
+        """``item`` as ``TypedInputs.shape`` makes it; untyped or ``object`` payloads skip its checks."""
+        binding = item.get("binding") if type(item) is dict else None
+        if not isinstance(binding, str):
+            return self._inputs.shape(item)
+        types = self._inputs.any_json.get(binding)
+        if types is None or "payload" not in item:
+            return item if binding in self._inputs.untouched else self._inputs.shape(item)
+        try:
+            return {**item, "payload": to_json(item["payload"])}
+        except Mismatch as mismatch:
+            raise types.invalid_payload(binding, mismatch) from None
 
     async def enqueue_many(self, env: object, inputs: Sequence[Mapping[str, object]]) -> list[str]:
         """Enqueue many jobs, grouped per shard, concurrently; ids in input order.
@@ -242,11 +256,11 @@ class Tsumugi(AppSettings):
 
     async def rest_enqueue(self, env: object, wire_input: Mapping[str, object]) -> str:
         """``POST /api/jobs``: the same client as ``enqueue`` without required-key checks."""
-        return await self._rest.enqueue(env, self._inputs.shape(wire_input))
+        return await self._rest.enqueue(env, self._shaped(wire_input))
 
     async def rest_enqueue_outcome(self, env: object, wire_input: Mapping[str, object]) -> EnqueueOutcome:
         """``POST /api/jobs`` with a debounce or throttle key: what the enqueue did (ADR-0149, ADR-0150)."""
-        [outcome] = await self._rest.enqueue_outcomes(env, [self._inputs.shape(wire_input)])
+        [outcome] = await self._rest.enqueue_outcomes(env, [self._shaped(wire_input)])
         return outcome
 
     async def enqueue_outcomes(

@@ -15,23 +15,32 @@ from typing import ClassVar, Final, Protocol, TypeVar
 
 from tsumugi.clock import Clock
 from tsumugi.coordinator.run_ports import RunPeers, RunProjection
-from tsumugi.core import ids
+from tsumugi.core import wire_format
 from tsumugi.core.config import RunSettings
 from tsumugi.core.flow.model import Flow
 from tsumugi.core.json_types import JsonMapping
 from tsumugi.core.policy import ShardSettings, settings_from_wire
 from tsumugi.core.schedules import ScheduleDef, fingerprint
 from tsumugi.ports import AlarmPort, DispatchQueue, ReadModelWriter, RunNamespace, ShardNamespace, SqlExecutor
-from tsumugi.storage.job_store import AttemptLog, JobStore
-from tsumugi.storage.key_tables import PINNED, SETTINGS, STATIC_SETTINGS, SettingStore, UniqueKeys
-from tsumugi.storage.lane_queries import LaneQueries
-from tsumugi.storage.outboxes import EventOutbox
+from tsumugi.storage.attempt_log import AttemptLog
+from tsumugi.storage.job_lookups import JobLookups
+from tsumugi.storage.job_table import JobStore
+from tsumugi.storage.read_model_writer import ProjectionOutbox
 from tsumugi.storage.run_outbox import RunOutbox
 from tsumugi.storage.run_schema import ensure_run_schema
 from tsumugi.storage.run_store import RunStore, node_snapshot, run_snapshot
 from tsumugi.storage.run_waits import RunWaitStore
 from tsumugi.storage.schedule_store import ScheduleStore
 from tsumugi.storage.shard_schema import ensure_shard_schema
+from tsumugi.storage.tick_tables import (
+    PINNED,
+    SETTINGS,
+    STATIC_SETTINGS,
+    EventOutbox,
+    LaneQueries,
+    SettingStore,
+    UniqueKeys,
+)
 
 log = logging.getLogger("tsumugi")
 T = TypeVar("T")
@@ -132,7 +141,7 @@ class ShardContext(CoordinatorContext):
     ) -> None:
         super().__init__(name, sql, clock=clock, alarm=alarm)
         self.binding = name.rpartition("#")[0] or name
-        self.shard_index = ids.shard_index_of_name(name)  # J-17
+        self.shard_index = wire_format.shard_index_of_name(name)  # J-17
         self.queue = queue
         self.read_model = read_model
         self.shards = shards
@@ -142,6 +151,8 @@ class ShardContext(CoordinatorContext):
         ensure_shard_schema(sql)
         self.jobs = JobStore(sql)
         self.lanes = LaneQueries(sql)
+        self.outbox = ProjectionOutbox(sql)
+        self.lookups = JobLookups(sql)
         self.attempts = AttemptLog(sql)
         self.unique = UniqueKeys(sql)
         self.store = SettingStore(sql)

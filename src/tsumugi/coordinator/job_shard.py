@@ -23,7 +23,7 @@ from tsumugi.coordinator.job_transitions import apply_report, apply_reports
 from tsumugi.coordinator.shard_controls import ShardControls
 from tsumugi.coordinator.shard_enqueue_keys import KeyedEnqueue
 from tsumugi.coordinator.shard_tick import plan_tick
-from tsumugi.core import ids, jsonwire
+from tsumugi.core import wire_format
 from tsumugi.core.backoff import DEFAULT_BACKOFF
 from tsumugi.core.defaults import (  # ADR-0157: said once
     DEFAULT_GUARANTEE,
@@ -32,17 +32,16 @@ from tsumugi.core.defaults import (  # ADR-0157: said once
     DEFAULT_TIMEOUT_MS,
 )
 from tsumugi.core.enqueue_keys import EnqueueOutcome
-from tsumugi.core.input_bounds import check_payload_text
 from tsumugi.core.json_types import JsonMapping, JsonObject
-from tsumugi.core.outcome import outcome_from_wire
-from tsumugi.core.states import JobState
+from tsumugi.core.states import JobState, outcome_from_wire
+from tsumugi.core.wire_format import check_payload_text
 from tsumugi.errors import EnqueueError
 from tsumugi.logging import jobs_log
 from tsumugi.ports import AlarmPort, DispatchQueue, ReadModelWriter, RunNamespace, ShardNamespace, SqlExecutor
-from tsumugi.storage.job_rows import JobRow, scheduled_lane, seq_floor
+from tsumugi.storage.job_table import JobRow, scheduled_lane, seq_floor
 
 DEFAULT_UNIQUE_FOR_MS: Final = 86_400_000  # 24 h reservation (5.2)
-_DEFAULT_BACKOFF_TEXT: Final = jsonwire.dumps(DEFAULT_BACKOFF)  # encoded once, not per job (ADR-0105)
+_DEFAULT_BACKOFF_TEXT: Final = wire_format.dumps(DEFAULT_BACKOFF)  # encoded once, not per job (ADR-0105)
 _PLAIN_KEYS: Final = frozenset({"binding", "payload"})
 
 
@@ -186,17 +185,17 @@ def enqueue_batch(
     dropped has the empty id (ADR-0150); ``outcomes``, when given, receives what each input did.
     """
     # J-22, J-39
-    id_prefix = ids.shard_name(ctx.binding, ctx.shard_index) + ":"  # J-12, validated once per batch
+    id_prefix = wire_format.shard_name(ctx.binding, ctx.shard_index) + ":"  # J-12, validated once per batch
     template = job_template(ctx.binding, now_ms)
     if all(item.keys() <= _PLAIN_KEYS for item in inputs):  # every option at its default (ADR-0120)
         return _enqueue_plain(ctx, inputs, now_ms, id_prefix, template, outcomes)
     out: list[str] = []
     rows: list[tuple[JobRow, int, float]] = []
     new_ids: set[str] = set()
-    fresh_ids = iter(ids.new_local_ids(len(inputs)))
+    fresh_ids = iter(wire_format.new_local_ids(len(inputs)))
     expired_swept = False
     given = [job_id for job_id in (text(item, "id") for item in inputs) if job_id is not None]
-    held = ctx.jobs.existing(given) if given else set()  # J-38: one read for the batch's given ids
+    held = ctx.lookups.existing(given) if given else set()  # J-38: one read for the batch's given ids
     keyed: KeyedEnqueue | None = None
     note = outcomes.append if outcomes is not None else _ignore
     for item in inputs:
@@ -250,7 +249,7 @@ def _enqueue_plain(
     outcomes: list[EnqueueOutcome] | None,
 ) -> list[str]:
     """``enqueue_batch`` when no input sets an option: new ids, one payload pass, one insert (ADR-0120)."""
-    job_ids = [id_prefix + local_id for local_id in ids.new_local_ids(len(inputs))]
+    job_ids = [id_prefix + local_id for local_id in wire_format.new_local_ids(len(inputs))]
     payloads = _payload_texts([item.get("payload") for item in inputs])
     ready, lane_at = scheduled_lane(now_ms, DEFAULT_PRIORITY, now_ms)
     ctx.jobs.insert_uniform(template, ready, lane_at, list(zip(job_ids, payloads, strict=True)))
@@ -276,7 +275,7 @@ def _payload_text(payload: object) -> str:
     """The stored payload JSON; an unserializable payload fails the enqueue."""
     # J-27
     try:
-        return jsonwire.dumps(payload)
+        return wire_format.dumps(payload)
     except (TypeError, ValueError, RecursionError) as exc:  # the client's words (core/options)
         raise EnqueueError(f"payload must be JSON-serializable: {exc}") from None
 
@@ -284,7 +283,7 @@ def _payload_text(payload: object) -> str:
 def _payload_texts(payloads: list[object]) -> list[str]:
     """``_payload_text`` of each payload, in one frame: the plain ``enqueue_many`` path (ADR-0120)."""
     try:
-        texts = [jsonwire.dumps(payload) for payload in payloads]
+        texts = [wire_format.dumps(payload) for payload in payloads]
     except (TypeError, ValueError, RecursionError) as exc:  # the client's words (core/options)
         raise EnqueueError(f"payload must be JSON-serializable: {exc}") from None
     for payload_text in texts:
@@ -293,7 +292,7 @@ def _payload_texts(payloads: list[object]) -> list[str]:
 
 
 def _backoff_text(backoff: object) -> str:
-    return _DEFAULT_BACKOFF_TEXT if backoff is None else jsonwire.dumps(backoff)  # J-28: None -> default
+    return _DEFAULT_BACKOFF_TEXT if backoff is None else wire_format.dumps(backoff)  # J-28: None -> default
 
 
 def job_template(binding: str, now_ms: int) -> JobRow:

@@ -18,17 +18,25 @@ from typing import Final
 from tsumugi import telemetry
 from tsumugi.coordinator import lifecycle_log
 from tsumugi.coordinator.context import ShardContext
-from tsumugi.core import ids, jsonwire
+from tsumugi.core import wire_format
 from tsumugi.core.backoff import DEFAULT, RetryBackoff, backoff_from_wire
 from tsumugi.core.json_types import JsonObject
-from tsumugi.core.outcome import AttemptOutcome, Completed, ReportEffect, decide_report, outcome_from_wire
-from tsumugi.core.states import FAILURE_STATES, IN_FLIGHT_STATES, JobState, assert_transition
+from tsumugi.core.states import (
+    FAILURE_STATES,
+    IN_FLIGHT_STATES,
+    AttemptOutcome,
+    Completed,
+    JobState,
+    ReportEffect,
+    assert_transition,
+    decide_report,
+    outcome_from_wire,
+)
 from tsumugi.logging import jobs_log
 from tsumugi.ports import SqlValue
-from tsumugi.storage import lane_queries as lanes
-from tsumugi.storage.job_rows import REPORT_COLUMNS, JobRow
-from tsumugi.storage.job_store import Assignments, Settle
-from tsumugi.storage.outboxes import RunEvent, RunJobEvent
+from tsumugi.storage import tick_tables as lanes
+from tsumugi.storage.job_table import REPORT_COLUMNS, Assignments, JobRow, Settle
+from tsumugi.storage.tick_tables import RunEvent, RunJobEvent
 
 IN_FLIGHT: Final = tuple(sorted(IN_FLIGHT_STATES))  # ("QUEUED", "RUNNING")
 EXPIRED_ERROR: Final = "job expired"  # J-41: the text is undocumented; ours, recorded in ADR-0047
@@ -276,7 +284,7 @@ def apply_report(
 
 @lru_cache(maxsize=64)  # a shard's jobs share a handful of backoffs, most the default: decode each once
 def _backoff(text: str) -> RetryBackoff:
-    wire = jsonwire.loads(text)
+    wire = wire_format.loads(text)
     return backoff_from_wire(wire if isinstance(wire, dict) else None)
 
 
@@ -330,7 +338,7 @@ def record_terminal_events(
         settled = {
             **base,
             "error": last_error if state in FAILURE_STATES else None,
-            "result": jsonwire.loads(job["result"]) if state == "COMPLETED" and job["result"] else None,
+            "result": wire_format.loads(job["result"]) if state == "COMPLETED" and job["result"] else None,
             "settledAt": now_ms,
         }
         _add(ctx, job, settled_target, settled)
@@ -356,5 +364,5 @@ def _notice_targets(ctx: ShardContext, job: JobRow) -> tuple[str | None, str | N
 
 def _add(ctx: ShardContext, job: JobRow, target: str, payload: JsonObject) -> None:
     # A fixed id per notice makes redelivery idempotent: the target shard returns the existing job (J-38).
-    notice_id = ids.format_job_id(target, 0, ids.new_local_id())
+    notice_id = wire_format.format_job_id(target, 0, wire_format.new_local_id())
     ctx.events.add_notice(target, notice_id, payload, job["traceparent"])  # J-40: the trace goes on

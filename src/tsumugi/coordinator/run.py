@@ -18,14 +18,14 @@ from tsumugi.coordinator.run_decisions import dynamic_row, static_row, text_or_n
 from tsumugi.coordinator.run_ports import RunPeers, RunProjection
 from tsumugi.coordinator.run_tick import RunTick
 from tsumugi.coordinator.run_waits import take_event
-from tsumugi.core import jsonwire
+from tsumugi.core import wire_format
 from tsumugi.core.config import RunSettings
 from tsumugi.core.flow.advance import is_node_terminal
 from tsumugi.core.flow.building import spawn_options
 from tsumugi.core.flow.ids import child_node_id
 from tsumugi.core.flow.model import Flow, shape_of, validate_deadline_ms
-from tsumugi.core.ids import new_local_id
 from tsumugi.core.json_types import JsonMapping, JsonObject
+from tsumugi.core.wire_format import new_local_id
 from tsumugi.errors import InvalidFlowError, TsumugiError
 from tsumugi.ports import AlarmPort, ShardNamespace, SqlExecutor, SqlValue
 from tsumugi.storage.run_store import NodeRow, RunStore
@@ -115,8 +115,8 @@ class RunCoordinator:
                     "id": ctx.name,
                     "flow": flow,
                     "state": "RUNNING",
-                    "input": jsonwire.dumps(input),
-                    "shape": jsonwire.dumps(shape),
+                    "input": wire_format.dumps(input),
+                    "shape": wire_format.dumps(shape),
                     "created_at": now,
                     "updated_at": now,
                     "parent_run_id": parent["runId"] if parent else None,
@@ -313,7 +313,7 @@ class RunCoordinator:
 def _result_text(result: object) -> str | None:
     """Events carry the result as JSON text; a decoded value is encoded the same way."""
     # F-45
-    return result if result is None or isinstance(result, str) else jsonwire.dumps(result)
+    return result if result is None or isinstance(result, str) else wire_format.dumps(result)
 
 
 def insert_spawns(

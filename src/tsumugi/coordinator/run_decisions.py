@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TypeAlias
 
 from tsumugi.coordinator.run_ports import RunPeers
-from tsumugi.core import jsonwire
+from tsumugi.core import wire_format
 from tsumugi.core.flow.advance import Decision, DecisionType
 from tsumugi.core.flow.building import (
     WHEN_FALSE,
@@ -32,8 +32,8 @@ from tsumugi.core.flow.results import (
     fan_out_summary,
 )
 from tsumugi.core.flow.waits import WaitKind, is_due, wake_at_of
-from tsumugi.core.ids import format_job_id, resolve_shard, shard_name_of
 from tsumugi.core.json_types import JsonMapping, JsonValue
+from tsumugi.core.wire_format import format_job_id, resolve_shard, shard_name_of
 from tsumugi.errors import TsumugiError
 from tsumugi.ports import ShardNamespace, SqlValue
 from tsumugi.storage.run_store import NodeRow, RunRow, RunStore
@@ -86,7 +86,7 @@ class DecisionApplier:
         self.new_id = new_id
         self.shards = shards
         self.runs = runs
-        self.flow_input = jsonwire.loads(run.input)
+        self.flow_input = wire_format.loads(run.input)
         self.work = TickWork()
 
     async def apply(
@@ -101,7 +101,7 @@ class DecisionApplier:
                 self._write(node.id, state="SKIPPED", error=decision.reason)
             case DecisionType.AGGREGATE:
                 summary = fan_out_summary(c.state for c in self.store.children(node.id))
-                self._write(node.id, state="COMPLETED", result=jsonwire.dumps(summary))
+                self._write(node.id, state="COMPLETED", result=wire_format.dumps(summary))
             case DecisionType.EXPAND:
                 self._expand(node)
             case DecisionType.START:
@@ -182,8 +182,8 @@ class DecisionApplier:
     def _start_job(self, node: NodeRow) -> None:
         if node.origin != "static":
             job: NodeJob = {
-                **(jsonwire.loads(node.options) if node.options else {}),
-                "payload": jsonwire.loads(node.payload) if node.payload is not None else None,
+                **(wire_format.loads(node.options) if node.options else {}),
+                "payload": wire_format.loads(node.payload) if node.payload is not None else None,
             }
         else:
             spec = self.flow.node(node.id)
@@ -306,8 +306,8 @@ def dynamic_row(
         "parent": parent,
         "origin": origin,
         "after": "[]",
-        "payload": jsonwire.dumps(payload),
-        "options": jsonwire.dumps(dict(options)),
+        "payload": wire_format.dumps(payload),
+        "options": wire_format.dumps(dict(options)),
         "seq": seq,
         "created_at": now_ms,
         "updated_at": now_ms,
@@ -323,7 +323,7 @@ def static_row(entry: JsonMapping, seq: int, now_ms: int) -> dict[str, SqlValue]
         "state": "PENDING",
         "container": 1 if entry["container"] else 0,
         "origin": "static",
-        "after": jsonwire.dumps(entry["after"]),
+        "after": wire_format.dumps(entry["after"]),
         "subflow": text_or_none(entry.get("subflow")),
         "trigger": text_or_none(entry.get("trigger", "success")),
         "wait_kind": text_or_none(entry.get("wait")),  # ADR-0147

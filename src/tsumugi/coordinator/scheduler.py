@@ -16,7 +16,6 @@ from tsumugi.coordinator.context import SchedulerContext
 from tsumugi.coordinator.run_ports import RunPeers
 from tsumugi.core.cron import parse_cron
 from tsumugi.core.flow.ids import scheduled_run_id
-from tsumugi.core.ids import format_job_id, resolve_shard, shard_name, shard_name_of
 from tsumugi.core.json_types import JsonMapping, JsonObject
 from tsumugi.core.schedules import (
     JOB_OPTIONS,
@@ -25,6 +24,7 @@ from tsumugi.core.schedules import (
     next_occurrence,
 )
 from tsumugi.core.states import ACTIVE_STATES
+from tsumugi.core.wire_format import format_job_id, resolve_shard, shard_name, shard_name_of
 from tsumugi.errors import ConfigurationError
 from tsumugi.ports import AlarmPort, ShardNamespace, SqlExecutor
 from tsumugi.storage.schedule_store import ScheduleRow

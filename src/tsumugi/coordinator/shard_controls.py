@@ -22,14 +22,13 @@ from tsumugi.coordinator.job_transitions import (
 )
 from tsumugi.coordinator.mutation_result import DONE, GONE, INVALID_STATE, REQUESTED, MutationResult
 from tsumugi.core.json_types import JsonMapping, JsonObject, JsonValue
-from tsumugi.core.outcome import is_stale
 from tsumugi.core.policy import merge_policy, settings_from_wire
 from tsumugi.core.progress import normalize_progress
-from tsumugi.core.states import RETRYABLE_STATES, JobState
+from tsumugi.core.states import RETRYABLE_STATES, JobState, is_stale
 from tsumugi.errors import UnknownMutationError
-from tsumugi.storage import lane_queries as lanes
-from tsumugi.storage.job_store import Assignments
-from tsumugi.storage.key_tables import LAST_BLOCKED
+from tsumugi.storage import tick_tables as lanes
+from tsumugi.storage.job_table import Assignments
+from tsumugi.storage.tick_tables import LAST_BLOCKED
 
 _RETRYABLE: Final = tuple(sorted(RETRYABLE_STATES))  # ("FAILED", "STALLED")
 # J-41: an expiry cancels a job in any of the ACTIVE_STATES (in the order the statement binds them)
@@ -164,14 +163,14 @@ class ShardControls:
         ctx = self.ctx
         blocked = {**_NOT_BLOCKED, **(ctx.store.get_object(LAST_BLOCKED) or {})}
         return {
-            "active": ctx.jobs.count_active(),
-            "outbox": ctx.jobs.count_dirty(),
+            "active": ctx.lookups.count_active(),
+            "outbox": ctx.lookups.count_dirty(),
             "blocked": blocked,
             "policy": ctx.settings.policy.to_stored_wire(),  # ADR-0157: every field, as stored
         }
 
     async def state_of(self, job_id: str) -> str | None:
-        return self.ctx.jobs.state_of(job_id)
+        return self.ctx.lookups.state_of(job_id)
 
 
 # ------------------------------------------------------------------ the transactions

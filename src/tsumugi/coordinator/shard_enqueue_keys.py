@@ -13,12 +13,12 @@ from tsumugi.coordinator.context import ShardContext
 from tsumugi.coordinator.enqueue_wire import EnqueueItem, mapping, maybe_int, required_int, text
 from tsumugi.coordinator.job_transitions import to_scheduled
 from tsumugi.core import enqueue_keys as keys
-from tsumugi.core import jsonwire
+from tsumugi.core import wire_format
 from tsumugi.core.enqueue_keys import EnqueueOutcome, ThrottleDecision
-from tsumugi.core.input_bounds import check_payload_text
 from tsumugi.core.states import JobState
-from tsumugi.storage.job_rows import JobRow, scheduled_lane
-from tsumugi.storage.key_tables import DebounceKeys, ThrottleKeys
+from tsumugi.core.wire_format import check_payload_text
+from tsumugi.storage.enqueue_key_tables import DebounceKeys, ThrottleKeys
+from tsumugi.storage.job_table import JobRow, scheduled_lane
 
 
 class KeyedEnqueue:
@@ -85,7 +85,7 @@ class KeyedEnqueue:
         """Give this payload to the key's waiting job and push its run_after; None when no window is open."""
         now = self.now_ms
         debounce_ms = required_int(item, "debounceMs")
-        payload = jsonwire.dumps(item.get("payload"))
+        payload = wire_format.dumps(item.get("payload"))
         check_payload_text(payload)  # ADR-0133: the same limit as a new job's payload
         opened = self._opened.get(key)
         if opened is not None:  # opened earlier in this batch: the row is still in memory

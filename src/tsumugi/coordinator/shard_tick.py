@@ -19,7 +19,8 @@ from tsumugi.coordinator.job_transitions import (
     to_terminal,
 )
 from tsumugi.coordinator.snapshots import attempts_log_text
-from tsumugi.core import ids, jsonwire
+from tsumugi.core import wire_format
+from tsumugi.core.job_view import SchedulableJob
 from tsumugi.core.json_types import JsonObject
 from tsumugi.core.schedule import (
     ConfirmCancel,
@@ -28,17 +29,17 @@ from tsumugi.core.schedule import (
     Expire,
     Fail,
     Reap,
-    SchedulableJob,
     ScheduleResult,
     Stall,
+    bucket_from_wire,
+    is_full,
+    refill,
     schedule,
 )
 from tsumugi.core.states import FAILURE_STATES, JobState
-from tsumugi.core.token_bucket import bucket_from_wire, is_full, refill
 from tsumugi.logging import jobs_log
-from tsumugi.storage.job_rows import JobRow
-from tsumugi.storage.key_tables import BUCKET, LAST_BLOCKED
-from tsumugi.storage.outboxes import Notice
+from tsumugi.storage.job_table import JobRow
+from tsumugi.storage.tick_tables import BUCKET, LAST_BLOCKED, Notice
 
 TICK_ROWS: Final = 200  # J-162/J-163: reaped, projected, notified, swept rows per tick; the rest re-runs
 MAX_DISPATCH: Final = 500  # dispatches per tick; more ready work re-runs the tick at once (ADR-0043)
@@ -144,7 +145,7 @@ def plan_tick(ctx: ShardContext, now_ms: int) -> TickPlan:
     if waiting is not None:
         plan.next_alarm_at = waiting if plan.next_alarm_at is None else min(plan.next_alarm_at, waiting)
     if jobs_log.isEnabledFor(logging.DEBUG):
-        shard = ids.shard_name(ctx.binding, ctx.shard_index)
+        shard = wire_format.shard_name(ctx.binding, ctx.shard_index)
         decided = len(result.decisions) - len(dispatches)
         lifecycle_log.tick(shard, now_ms, dispatched, decided, plan.next_alarm_at)
     return plan
@@ -219,7 +220,7 @@ def dispatch_message(job: JobRow) -> JsonObject:
         "jobId": job["id"],
         "binding": job["binding"],
         "attempt": job["attempts"] + 1,
-        "payload": jsonwire.loads(job["payload"]),
+        "payload": wire_format.loads(job["payload"]),
         "timeoutMs": job["timeout_ms"],
         "claimRequired": job["guarantee"] == "at-most-once",
         "expiresAt": job["expires_at"],
@@ -242,11 +243,11 @@ async def project(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:
     """
     # J-192
     cutoff = now_ms - FIRST_PROJECTION_DELAY_MS + 1
-    snaps, fresh = ctx.jobs.due_snapshots(TICK_ROWS, cutoff)
+    snaps, fresh = ctx.outbox.due_snapshots(TICK_ROWS, cutoff)
     if len(snaps) < TICK_ROWS:
-        due_fresh = ctx.jobs.fresh_ids(cutoff, TICK_ROWS - len(snaps))
+        due_fresh = ctx.outbox.fresh_ids(cutoff, TICK_ROWS - len(snaps))
         new_ids = [job_id for job_id in due_fresh if job_id not in snaps]
-        found = ctx.jobs.snapshots_of(new_ids)
+        found = ctx.outbox.snapshots_of(new_ids)
         snaps.update((job_id, found.get(job_id)) for job_id in new_ids)  # None: gone since
         fresh.update(due_fresh)
     more = len(snaps) >= TICK_ROWS
@@ -254,7 +255,7 @@ async def project(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:
         present = {job_id: snap for job_id, snap in snaps.items() if snap is not None}
         # A job that never finished an attempt has no attempt rows: they are written only by a report,
         # with the job's attempts (never lowered, J-93, J-132) raised in the same transaction (ADR-0105).
-        logs = ctx.attempts.newest_many([job_id for job_id, snap in present.items() if snap["attempts"]])
+        logs = ctx.outbox.newest_attempts([job_id for job_id, snap in present.items() if snap["attempts"]])
         for job_id, log_entries in logs.items():
             present[job_id]["attempts_log"] = attempts_log_text(log_entries)
         projected = list(present.values())
@@ -262,7 +263,7 @@ async def project(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:
             await ctx.read_model.upsert_jobs(projected)
         # A job changed during the await keeps its mark: its version moved on (ADR-0042).
         versions = {i: None if s is None else (s["seq"], s["created_at"]) for i, s in snaps.items()}
-        ctx.transaction(lambda: ctx.jobs.clear_projected(versions, fresh))
+        ctx.transaction(lambda: ctx.outbox.clear_projected(versions, fresh))
         if ctx.metrics is not None:  # J-194: after the cursor moved; at-most-once
             try:
                 await ctx.metrics.write(projected)
@@ -270,7 +271,9 @@ async def project(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:
                 log.exception("tsumugi: writeMetrics failed")
     if more:
         return True, None
-    waiting = [at for at in (ctx.jobs.earliest_fresh(), ctx.jobs.earliest_waiting_mark()) if at is not None]
+    waiting = [
+        at for at in (ctx.outbox.earliest_fresh(), ctx.outbox.earliest_waiting_mark()) if at is not None
+    ]
     return False, min(waiting) + FIRST_PROJECTION_DELAY_MS if waiting else None
 
 
@@ -314,7 +317,7 @@ async def deliver_notices(ctx: ShardContext) -> tuple[bool, bool]:
             continue
         inputs = [_notice_input(notice) for notice in items]
         try:
-            await ctx.shards.get(ids.shard_name(target, 0)).enqueue_many(inputs, None)
+            await ctx.shards.get(wire_format.shard_name(target, 0)).enqueue_many(inputs, None)
         except Exception:
             log.exception("tsumugi: notice delivery failed (%s)", target)
             failed = True

@@ -3,8 +3,8 @@
 The original keeps numbers as JavaScript doubles, so it takes any finite number; SQLite on CPython takes
 integers only within int64, and Durable Object SQL and D1 only within ±(2^53 - 1). Numbers are therefore
 clamped to the range both can hold, at the edge where they come in, instead of failing deep in a store.
-Strings are stored as the Workers runtime stores a JavaScript string, and a payload must fit the
-dispatch message that carries it.
+Strings are stored as the Workers runtime stores a JavaScript string. The bound on a payload's size is
+``wire_format.MAX_PAYLOAD_BYTES``.
 """
 
 from __future__ import annotations
@@ -12,18 +12,12 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from tsumugi.errors import PayloadTooLargeError
-
 MAX_SAFE_INTEGER: Final = 2**53 - 1  # Number.MAX_SAFE_INTEGER: DO SQL and D1 refuse larger integers
 # The latest instant a JavaScript Date holds (10^8 days after the epoch); Durable Object alarms take Dates.
 MAX_INSTANT_MS: Final = 8_640_000_000_000_000
 # Half of that, so that now plus any duration (a delay, a timeout, a unique window) is still an instant
 # for the next 136,000 years.
 MAX_DURATION_MS: Final = MAX_INSTANT_MS // 2
-# A Cloudflare Queues message holds at most 128 KiB and the dispatch message carries the payload; 8 KiB are
-# left for the rest of the message (ids, binding, attempt, trace context) and the queue's own envelope.
-MAX_PAYLOAD_BYTES: Final = 120 * 1024
-_UTF8_MAX_BYTES_PER_CHAR: Final = 4
 _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
@@ -59,20 +53,3 @@ def well_formed(text: str) -> str:
     if text.isascii() or not _LONE_SURROGATE.search(text):
         return text
     return _LONE_SURROGATE.sub("\ufffd", text)
-
-
-def payload_text_size(text: str) -> int | None:
-    """The UTF-8 size of a payload's JSON text when it is over the limit, else None."""
-    if len(text) * _UTF8_MAX_BYTES_PER_CHAR <= MAX_PAYLOAD_BYTES:
-        return None  # cannot be over: no encoding needed
-    size = len(text.encode("utf-8"))
-    return size if size > MAX_PAYLOAD_BYTES else None
-
-
-def check_payload_text(text: str, what: str = "payload") -> None:
-    """Raise ``PayloadTooLargeError`` when the JSON text is over ``MAX_PAYLOAD_BYTES``."""
-    size = payload_text_size(text)
-    if size is not None:
-        raise PayloadTooLargeError(
-            f"{what} must not exceed {MAX_PAYLOAD_BYTES} bytes as JSON, got {size} bytes"
-        )

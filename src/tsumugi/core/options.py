@@ -12,19 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal, TypedDict
 
-from tsumugi.core import jsonwire
+from tsumugi.core import wire_format
 from tsumugi.core.config import ExponentialBackoff, FixedBackoff, backoff_from
 from tsumugi.core.config_checks import camel_case, is_number
-from tsumugi.core.input_bounds import (
-    MAX_DURATION_MS,
-    check_payload_text,
-    clamp_duration,
-    clamp_instant,
-    clamp_safe,
-    well_formed,
-)
+from tsumugi.core.input_bounds import MAX_DURATION_MS, clamp_duration, clamp_instant, clamp_safe, well_formed
 from tsumugi.core.json_types import JsonObject
 from tsumugi.core.trace import validate_traceparent
+from tsumugi.core.wire_format import check_payload_text
 from tsumugi.errors import EnqueueError, InvalidConfigError, RequiredKeyError
 
 __all__ = [
@@ -218,7 +212,7 @@ def check_payload(payload: object) -> None:
     """
     # J-27
     try:
-        text = jsonwire.dumps(payload)  # J-27: the shard stores JSON(payload)
+        text = wire_format.dumps(payload)  # J-27: the shard stores JSON(payload)
     except (TypeError, ValueError, RecursionError) as error:
         raise EnqueueError(f"payload must be JSON-serializable: {error}") from None
     check_payload_text(text)

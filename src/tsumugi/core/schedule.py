@@ -1,85 +1,94 @@
-"""The pure dispatch decision of one tick (ADR-0018, ADR-0043).
+"""The pure dispatch decision of one tick (ADR-0018, ADR-0043), and the token buckets of ``rate`` and
+``perKeyRate`` it spends.
 
 ``schedule`` takes plain data plus ``now_ms`` and returns decisions as values; the job shard applies them.
 The shard passes only a window of its jobs (ADR-0043): in-flight jobs it did not load are counted through
 ``uncounted_in_flight`` / ``uncounted_key_in_flight`` so that limits stay exact at any backlog size.
+What the scheduler reads of a job is ``core.job_view``'s ``SchedulableJob``.
 """
-# J-140..J-146, J-149a, J-149b, J-150a
+# J-140..J-146, J-148, J-149, J-149a, J-149b, J-150a
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Final
 
-from tsumugi.core.config_policy import Policy
-from tsumugi.core.defaults import (
-    DEFAULT_GUARANTEE,
-    DEFAULT_MAX_ATTEMPTS,
-    DEFAULT_PRIORITY,
-    DEFAULT_TIMEOUT_MS,
-)
+from tsumugi.core.config_policy import Policy, Rate
+from tsumugi.core.job_view import SchedulableJob
 from tsumugi.core.json_types import JsonObject
-from tsumugi.core.token_bucket import FRESH_BUCKET, Bucket, ms_until_token, refill
 
 AT_MOST_ONCE = "at-most-once"
 
 
+# ---------------------------------------------------------------- token buckets (J-148, J-149)
+
+
 @dataclass(frozen=True, slots=True)
-class JobView:
-    """What the scheduler needs to know of one active job."""
+class Bucket:
+    """Tokens left and when they were last refilled; a fresh bucket is ``+inf`` (full once refilled)."""
 
-    id: str
-    state: str
-    priority: float = DEFAULT_PRIORITY
-    created_at: int = 0
-    run_after: int = 0
-    attempts: int = 0
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS
-    guarantee: str = DEFAULT_GUARANTEE
-    timeout_ms: int = DEFAULT_TIMEOUT_MS
-    concurrency_key: str | None = None
-    dispatched_at: int | None = None
-    heartbeat_at: int | None = None
-    cancel_requested_at: int | None = None
-    expires_at: int | None = None
+    tokens: float = math.inf
+    refilled_at: int | None = None
+
+    def to_wire(self) -> JsonObject:
+        return {"tokens": self.tokens, "refilledAt": self.refilled_at}
 
 
-class SchedulableJob(Protocol):
-    """What ``schedule`` reads of a job: a ``JobView``, or any object with the same read-only fields.
+FRESH_BUCKET = Bucket()
+_FLOAT_INPUTS: Final = (int, float, str)  # a tuple: ``int | float | str`` builds a union object per call
 
-    The shard passes rows of its own shape (a named tuple per row) rather than building a ``JobView``.
-    """
 
-    @property
-    def id(self) -> str: ...
-    @property
-    def state(self) -> str: ...
-    @property
-    def priority(self) -> float: ...
-    @property
-    def created_at(self) -> int: ...
-    @property
-    def run_after(self) -> int: ...
-    @property
-    def attempts(self) -> int: ...
-    @property
-    def max_attempts(self) -> int: ...
-    @property
-    def guarantee(self) -> str: ...
-    @property
-    def timeout_ms(self) -> int: ...
-    @property
-    def concurrency_key(self) -> str | None: ...
-    @property
-    def dispatched_at(self) -> int | None: ...
-    @property
-    def heartbeat_at(self) -> int | None: ...
-    @property
-    def cancel_requested_at(self) -> int | None: ...
-    @property
-    def expires_at(self) -> int | None: ...
+def bucket_from_wire(wire: Mapping[str, object] | None) -> Bucket:
+    """``{tokens, refilledAt}`` as stored; nothing stored is a fresh bucket."""
+    if not wire:
+        return FRESH_BUCKET
+    tokens, refilled_at = wire["tokens"], wire.get("refilledAt")
+    if not isinstance(tokens, _FLOAT_INPUTS):  # what float() reads
+        raise TypeError(f"a stored bucket needs a number of tokens, got {tokens!r}")
+    if refilled_at is not None and not isinstance(refilled_at, int):
+        if not isinstance(refilled_at, float):
+            raise TypeError(f"a stored bucket's refilledAt must be epoch ms, got {refilled_at!r}")
+        refilled_at = int(refilled_at)
+    return Bucket(tokens=float(tokens), refilled_at=refilled_at)
+
+
+def _tokens_per_ms(rate: Rate) -> float:
+    if rate.interval_ms <= 0:
+        return math.inf if rate.tokens > 0 else 0.0
+    return rate.tokens / rate.interval_ms
+
+
+def refill(bucket: Bucket, rate: Rate | None, now_ms: int) -> Bucket:
+    """Refill continuously at ``tokens/interval_ms`` up to ``tokens``; no rate means ``+inf``."""
+    # J-148
+    if rate is None:
+        return Bucket(math.inf, now_ms)
+    elapsed = 0 if bucket.refilled_at is None else max(0, now_ms - bucket.refilled_at)
+    per_ms = _tokens_per_ms(rate)
+    gained = 0.0 if elapsed == 0 or per_ms == 0 else elapsed * per_ms
+    return Bucket(min(float(rate.tokens), bucket.tokens + gained), now_ms)
+
+
+def ms_until_token(bucket: Bucket, rate: Rate | None) -> int | None:
+    """Milliseconds until the bucket holds one token; None when it never will."""
+    # J-148
+    if rate is None or bucket.tokens >= 1:
+        return 0
+    per_ms = _tokens_per_ms(rate)
+    if per_ms <= 0:
+        return None  # a zero-token rate blocks forever: no wake-up planned
+    return max(1, math.ceil((1 - bucket.tokens) / per_ms))
+
+
+def is_full(bucket: Bucket, rate: Rate | None) -> bool:
+    """True when storing the bucket is unnecessary: a missing bucket starts full."""
+    # J-149, J-149a
+    return rate is None or bucket.tokens >= rate.tokens
+
+
+# ---------------------------------------------------------------- the decisions of a tick
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, overload
 
-from tsumugi.core import jsonwire
+from tsumugi.core import wire_format
 from tsumugi.core.config import backoff_from
 from tsumugi.core.cron import CronSpec, next_cron_at, parse_cron
 from tsumugi.core.json_types import JsonObject
@@ -178,7 +178,7 @@ def normalize_schedules(
     for name, spec in schedules.items():
         if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
             raise InvalidScheduleError(
-                f"invalid schedule name: {jsonwire.quote(str(name))} "
+                f"invalid schedule name: {wire_format.quote(str(name))} "
                 "(alphanumeric, hyphen and underscore, up to 64 chars)"
             )
         for key in _FORBIDDEN:
@@ -198,7 +198,7 @@ def normalize_schedules(
 def fingerprint(defs: Collection[ScheduleDef]) -> str:
     """The compact JSON of the normalized list, independent of declaration order."""
     # S-5
-    return jsonwire.dumps([d.fingerprint_entry() for d in sorted(defs, key=lambda d: d.name)])
+    return wire_format.dumps([d.fingerprint_entry() for d in sorted(defs, key=lambda d: d.name)])
 
 
 Timing = ScheduleDef | Mapping[str, object]  # what the spec's next_occurrence(timing, previous, now) reads

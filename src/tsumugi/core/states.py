@@ -1,5 +1,8 @@
-"""The seven job states and the transition table (ADR-0007's state machine as data); a run's and its
-nodes' states.
+"""The seven job states, the moves between them, and what a report does to a job.
+
+The transition table is ADR-0007's state machine as data; a run's and its nodes' state names are here
+too. ``decide_report`` is a pure function of an in-flight job's fields and a report (ADR-0046): it says
+which state the job moves to, and the shard applies it.
 
 ```
             enqueue
@@ -16,13 +19,17 @@ nodes' states.
    +---------+                    +---> STALLED --manual retry--> SCHEDULED
 ```
 """
-# J-90, J-92, F-26, F-29, F-33
+# J-71..J-73, J-76, J-90, J-92, J-94, J-95, J-114, J-135, F-26, F-29, F-33
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final, Literal, TypeAlias, get_args
+from typing import Final, Literal, TypeAlias, TypedDict, get_args
 
+from tsumugi.core import wire_format
+from tsumugi.core.backoff import DEFAULT, RetryBackoff, next_retry
 from tsumugi.errors import InvalidTransitionError
 
 
@@ -103,3 +110,156 @@ def assert_transition(from_state: str, to_state: str) -> None:
     """Raise InvalidTransitionError unless the table allows the change."""
     if not can_transition(from_state, to_state):
         raise InvalidTransitionError(from_state, to_state)
+
+
+# ---------------------------------------------------------------- what a report does (ADR-0046)
+
+RESULT_LIMIT: Final = 8192  # J-71: UTF-16 code units of the stored result JSON
+ERROR_LIMIT: Final = 2000  # J-73: characters of error text kept
+RESULT_NOT_STORED: Final = "cannot store the result (over 8192 chars or not serializable)"  # J-72
+
+
+class ReportedJob(TypedDict):
+    """The fields of an in-flight job that decide a report's effect.
+
+    A plain dict: the shard's job row has every one of them, so it is passed as it was read, with no
+    value built per report.
+    """
+
+    state: JobStateName
+    attempts: int
+    max_attempts: int
+    run_id: str | None
+    cancel_requested_at: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Never:
+    """The performer said this failure is permanent: no retry, whatever attempts are left."""
+
+
+@dataclass(frozen=True, slots=True)
+class At:
+    """The performer chose when to retry this failure (epoch ms), instead of the backoff."""
+
+    at_ms: int
+
+
+Retry: TypeAlias = Never | At | None  # None: the backoff decides
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """An attempt that returned ``result``; a run's job may also ask for ``spawns``."""
+
+    result: object = None
+    spawns: Sequence[object] | None = None
+    attempt: int | None = None  # which attempt the consumer reports (None: not said)
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """An attempt that raised or gave up; ``error`` is what it said."""
+
+    error: object = None
+    retry: Retry = None
+    attempt: int | None = None
+
+
+AttemptOutcome: TypeAlias = Completed | Failed
+_NEVER: Final = Never()
+
+
+def outcome_from_wire(wire: Mapping[str, object]) -> AttemptOutcome:
+    """The consumer's report (``{ok, result, spawns?, attempt?}`` or ``{ok, error?, retry?, attempt?}``)."""
+    # J-119, J-76
+    attempt = wire.get("attempt")
+    reported = attempt if isinstance(attempt, int) else None
+    if wire.get("ok"):
+        spawns = wire.get("spawns")
+        return Completed(wire.get("result"), spawns if isinstance(spawns, (list, tuple)) else None, reported)
+    retry = wire.get("retry")
+    chosen: Retry = None
+    if isinstance(retry, Mapping):
+        kind = retry.get("kind")
+        if kind == "never":
+            chosen = _NEVER
+        elif kind == "at":
+            chosen = At(int(retry["at"]))
+    return Failed(wire.get("error"), chosen, reported)
+
+
+@dataclass(frozen=True, slots=True)
+class ReportEffect:
+    """The transition a report causes.
+
+    ``to_state`` is COMPLETED, SCHEDULED (retry at ``run_after``), FAILED or CANCELLED. ``log_state`` is
+    the attempt row to write (None when none is written).
+    """
+
+    to_state: Literal["COMPLETED", "SCHEDULED", "FAILED", "CANCELLED"]
+    attempts: int
+    result: str | None = None
+    error: str | None = None
+    run_after: int | None = None
+    log_state: Literal["COMPLETED", "FAILED"] | None = None
+
+
+def encode_result(value: object) -> tuple[str | None, bool]:
+    """``(text, stored)``: None maps to no result; too long or unserializable is not stored."""
+    # J-71
+    if value is None:
+        return None, True
+    try:
+        text = wire_format.dumps(value)
+    except (TypeError, ValueError):
+        return None, False
+    if wire_format.utf16_len(text) > RESULT_LIMIT:
+        return None, False
+    return text, True
+
+
+def truncate_error(error: object) -> str | None:
+    """The stored error text: the first 2 000 characters (code points in the port)."""
+    # J-73
+    if error is None:
+        return None
+    return str(error)[:ERROR_LIMIT]
+
+
+def is_stale(job: ReportedJob, reported_attempt: object) -> bool:
+    """A report naming another attempt than the one in flight is stale (ADR-0046)."""
+    return isinstance(reported_attempt, int) and reported_attempt != job["attempts"] + 1
+
+
+def decide_report(
+    job: ReportedJob, outcome: AttemptOutcome, now_ms: int, rand: float, backoff: RetryBackoff = DEFAULT
+) -> ReportEffect | None:
+    """The effect of ``outcome`` on ``job``, or None when the report is ignored (ADR-0046).
+
+    ``backoff`` is the job's; only a failure with attempts left reads it.
+    """
+    # J-115
+    if job["state"] not in IN_FLIGHT_STATES or is_stale(job, outcome.attempt):
+        return None
+    attempts = job["attempts"] + 1  # J-93: a reported attempt is finished
+    match outcome:
+        case Completed(result=result):
+            text, stored = encode_result(result)
+            if stored or job["run_id"] is None:
+                log: Literal["COMPLETED"] | None = "COMPLETED" if attempts > 1 else None  # J-95
+                return ReportEffect("COMPLETED", attempts, result=text, log_state=log)
+            error: object = RESULT_NOT_STORED  # J-72: a flow node's result must be stored: a failure
+            retry: Retry = None
+        case Failed(error=error, retry=retry):
+            pass
+    error_text = truncate_error(error)
+    if job["cancel_requested_at"] is not None:  # J-135: a failure after the request is not retried
+        return ReportEffect("CANCELLED", attempts, error=error_text, log_state="FAILED")
+    if isinstance(retry, Never):  # J-76: permanent failure
+        return ReportEffect("FAILED", attempts, error=error_text, log_state="FAILED")
+    planned = next_retry(attempts, job["max_attempts"], backoff, now_ms, rand)
+    if planned.exhausted:
+        return ReportEffect("FAILED", attempts, error=error_text, log_state="FAILED")
+    run_after = retry.at_ms if isinstance(retry, At) else planned.run_after  # J-76: its own retry time
+    return ReportEffect("SCHEDULED", attempts, error=error_text, run_after=run_after, log_state="FAILED")

@@ -17,7 +17,7 @@ from tsumugi import telemetry
 from tsumugi.client import SHARD_NAMESPACE, env_binding
 from tsumugi.clock import Clock, SystemClock
 from tsumugi.core.defaults import DEFAULT_TIMEOUT_MS  # J-110: when a dispatch message carries no timeoutMs
-from tsumugi.core.ids import parse_job_id, shard_name_of, validate_local_id
+from tsumugi.core.wire_format import parse_job_id, shard_name_of, validate_local_id
 from tsumugi.errors import InvalidPayloadError, ResultNotJsonError, TsumugiTimeoutError
 from tsumugi.execution.attempt import (
     HEARTBEAT_WAIT_MS,

@@ -2,7 +2,7 @@
 
 Both are the plain dicts that cross the queue and the shard's ``report`` RPC, keys in the original's
 camelCase; typed dicts describe them without a conversion on the way (a job passes through here once per
-attempt). The shard reads a report back into ``tsumugi.core.outcome``'s values.
+attempt). The shard reads a report back into ``tsumugi.core.states``'s values.
 """
 # J-116, J-119, J-76
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from tsumugi.core.json_types import JsonValue
+from tsumugi.core.mismatch import Mismatch
+from tsumugi.core.wire_format import to_json
 from tsumugi.errors import ConfigurationError, InvalidPayloadError, ResultNotJsonError
-from tsumugi.payloads.issues import Mismatch
-from tsumugi.payloads.json_values import to_json
 from tsumugi.payloads.type_compile import NeedsPydantic, compile_type, mentions_pydantic, type_name
 from tsumugi.payloads.type_nodes import ANY
 from tsumugi.performer import Performer
@@ -84,7 +84,7 @@ class PerformerTypes:
         try:
             return self.payload_codec.encode(payload)
         except Mismatch as mismatch:
-            raise self._invalid(binding, mismatch) from None
+            raise self.invalid_payload(binding, mismatch) from None
 
     def decode_payload(self, binding: str, data: object) -> object:
         """The value ``perform`` receives for the stored ``data``."""
@@ -93,9 +93,15 @@ class PerformerTypes:
         try:
             return self.payload_codec.decode(data)
         except Mismatch as mismatch:
-            raise self._invalid(binding, mismatch) from None
+            raise self.invalid_payload(binding, mismatch) from None
 
-    def _invalid(self, binding: str, mismatch: Mismatch) -> InvalidPayloadError:
+    @property
+    def takes_any_json(self) -> bool:
+        """Whether the payload is typed ``object``: any JSON value, made JSON by ``to_json`` alone."""
+        return self.payload_codec is _ANY_JSON
+
+    def invalid_payload(self, binding: str, mismatch: Mismatch) -> InvalidPayloadError:
+        """The error that names every field of a payload that does not fit the payload type."""
         issues = mismatch.described("payload")
         listed = "; ".join(f"{field}: {problem}" for field, problem in issues)
         message = f"{binding}: the payload does not match {type_name(self.payload_type)}: {listed}"

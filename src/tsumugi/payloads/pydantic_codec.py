@@ -12,9 +12,9 @@ from pydantic import PydanticUserError, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from tsumugi.core.json_types import JsonValue
+from tsumugi.core.mismatch import Issue, Mismatch
+from tsumugi.core.wire_format import to_json
 from tsumugi.errors import ConfigurationError
-from tsumugi.payloads.issues import Issue, Mismatch
-from tsumugi.payloads.json_values import to_json
 
 if TYPE_CHECKING:
     from typing_extensions import TypeForm

@@ -12,8 +12,8 @@ from enum import Enum
 from typing import TypeGuard, TypeVar, cast
 
 from tsumugi.core.json_types import JsonScalar, JsonValue
-from tsumugi.payloads.issues import Issue, Mismatch
-from tsumugi.payloads.json_values import to_json
+from tsumugi.core.mismatch import Issue, Mismatch
+from tsumugi.core.wire_format import to_json
 
 __all__ = [
     "ANY",

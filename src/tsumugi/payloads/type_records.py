@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from tsumugi.core.json_types import JsonObject
-from tsumugi.payloads.issues import Issue, Mismatch
+from tsumugi.core.mismatch import Issue, Mismatch
 from tsumugi.payloads.type_nodes import Node
 
 __all__ = ["DataclassNode", "Field", "TypedDictNode"]

@@ -2,8 +2,8 @@
 
 The projection itself (outbox -> read model) is
 ``tsumugi.storage.read_model_writer.D1ReadModelWriter``, which the coordinators call through
-``ports.ReadModelWriter``; the local metrics table, its writer and reader are
-``tsumugi.storage.read_model_metrics``; the migration check is ``tsumugi.storage.read_model_migrations``
+``ports.ReadModelWriter``; the local metrics table and its writer are there too, its reader is
+``tsumugi.storage.metrics_reader``; the migration check is ``tsumugi.storage.read_model_migrations``
 (ADR-0061).
 """
 # J-172, M-1..M-12, J-192

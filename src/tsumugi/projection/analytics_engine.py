@@ -18,7 +18,7 @@ from typing import Final
 
 from tsumugi.core.json_types import JsonArray, JsonObject, JsonValue
 from tsumugi.errors import MetricsUpstreamError
-from tsumugi.storage.read_model_metrics import metric_point
+from tsumugi.storage.read_model_writer import metric_point
 
 AE_TIMEOUT_MS: Final = 10_000  # M-7: each SQL call gets ten seconds
 ERROR_TEXT_LIMIT: Final = 500  # M-12: the first 500 characters of an upstream refusal

@@ -1,13 +1,35 @@
-"""Run queries on the read model: list and detail with nodes."""
-# A-59..A-61, F-86, F-87
+"""Runs in the read model: the rows a run and its nodes' snapshots become, and the list and detail queries.
+
+``read_model_writer.D1ReadModelWriter`` upserts the rows, guarded by ``seq``.
+"""
+# A-59..A-61, F-84, F-86, F-87, D-4
 
 from __future__ import annotations
 
 import weakref
+from collections.abc import Mapping
 from typing import Final
 
 from tsumugi.ports import SqlDatabase, SqlValue
-from tsumugi.storage.read_model_schema import RUN_NODE_WAIT_DDL
+from tsumugi.storage.read_model_schema import (
+    RUN_COLUMNS,
+    RUN_FROZEN_COLUMNS,
+    RUN_NODE_COLUMNS,
+    RUN_NODE_FROZEN_COLUMNS,
+    RUN_NODE_WAIT_COLUMNS,
+    RUN_NODE_WAIT_DDL,
+    json_text,
+    sql_value,
+    upsert_sql,
+)
+
+UPSERT_RUN_SQL: Final = upsert_sql("run", RUN_COLUMNS, ("id",), RUN_FROZEN_COLUMNS)
+UPSERT_RUN_NODE_SQL: Final = upsert_sql(
+    "run_node", RUN_NODE_COLUMNS, ("run_id", "node_id"), RUN_NODE_FROZEN_COLUMNS
+)
+UPSERT_RUN_NODE_WAIT_SQL: Final = upsert_sql(
+    "run_node_wait", RUN_NODE_WAIT_COLUMNS, ("run_id", "node_id"), frozenset({"run_id", "node_id"})
+)
 
 RUN_SUMMARY_COLUMNS: Final = "id, flow, state, node_total, node_done, node_failed, created_at, updated_at"
 RUN_DETAIL_COLUMNS: Final = RUN_SUMMARY_COLUMNS + ", input, parent_run_id, parent_node_id"
@@ -20,6 +42,28 @@ NODE_COLUMNS: Final = (
 _WAIT_TABLE_READY: weakref.WeakSet[SqlDatabase] = weakref.WeakSet()
 
 Row = dict[str, SqlValue]
+
+
+def run_row(snapshot: Mapping[str, object]) -> tuple[SqlValue, ...]:
+    """Bind values for one run snapshot; ``input`` is JSON text (a ``null`` input is the text ``null``)."""
+    values: dict[str, object] = dict(snapshot)
+    values["input"] = json_text(snapshot.get("input")) or "null"
+    return tuple(sql_value(values.get(column)) for column in RUN_COLUMNS)
+
+
+def run_node_row(snapshot: Mapping[str, object]) -> tuple[SqlValue, ...]:
+    """Bind values for one node snapshot; ``after`` is stored as JSON array text."""
+    # D-4
+    values: dict[str, object] = dict(snapshot)
+    values["after"] = json_text(snapshot.get("after")) or "[]"
+    values["result"] = json_text(snapshot.get("result"))
+    values["container"] = 1 if snapshot.get("container") else 0
+    return tuple(sql_value(values.get(column)) for column in RUN_NODE_COLUMNS)
+
+
+def run_node_wait_row(snapshot: Mapping[str, object]) -> tuple[SqlValue, ...]:
+    """Bind values for what a waiting node waits for (ADR-0155)."""
+    return tuple(sql_value(snapshot.get(column)) for column in RUN_NODE_WAIT_COLUMNS)
 
 
 async def list_runs(

@@ -1,11 +1,13 @@
-"""The read model's shape: migration file names and the columns projection writes."""
+"""The read model's shape: migration file names, the columns projection writes and how a value binds."""
 # D-1..D-10, J-193
 
 from __future__ import annotations
 
 from typing import Final
 
+from tsumugi.core import wire_format
 from tsumugi.core.states import TERMINAL_STATES, JobState
+from tsumugi.ports import SqlValue
 
 # D-10: the shipped migrations, in name order; the migration check and the files must agree exactly.
 EXPECTED_MIGRATIONS: Final[tuple[str, ...]] = (
@@ -106,3 +108,20 @@ def upsert_sql(table: str, columns: tuple[str, ...], key: tuple[str, ...], froze
         f"INSERT INTO {table} ({names}) VALUES ({marks}) "
         f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates} WHERE excluded.seq > {table}.seq"
     )
+
+
+def json_text(value: object) -> str | None:
+    """Stored JSON columns hold text; a snapshot may carry the text or the decoded value."""
+    # A-11
+    if value is None:
+        return None
+    return value if isinstance(value, str) else wire_format.dumps(value)
+
+
+def sql_value(value: object) -> SqlValue:
+    """A snapshot's value as a bound parameter: a bool as 0 or 1, a JSON value other than a scalar as text."""
+    if isinstance(value, bool):
+        return int(value)
+    if value is None or isinstance(value, int | float | str | bytes):
+        return value
+    return wire_format.dumps(value)

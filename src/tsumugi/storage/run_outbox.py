@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Final, NamedTuple
 
-from tsumugi.core import jsonwire
+from tsumugi.core import wire_format
 from tsumugi.core.json_types import JsonObject
 from tsumugi.ports import SqlExecutor
 
@@ -26,12 +26,12 @@ class RunOutbox:
     def append(self, kind: str, target: str, snapshot: Mapping[str, object]) -> None:
         self.sql.execute(
             "INSERT INTO run_outbox (kind, target, snapshot) VALUES (?, ?, ?)",
-            [kind, target, jsonwire.dumps(snapshot)],
+            [kind, target, wire_format.dumps(snapshot)],
         )
 
     def append_many(self, kind: str, snapshots: Iterable[tuple[str, Mapping[str, object]]]) -> None:
         """``append`` for each ``(target, snapshot)`` in order, several rows per statement."""
-        values = [(kind, target, jsonwire.dumps(snapshot)) for target, snapshot in snapshots]
+        values = [(kind, target, wire_format.dumps(snapshot)) for target, snapshot in snapshots]
         for start in range(0, len(values), ROWS_PER_INSERT):
             chunk = values[start : start + ROWS_PER_INSERT]
             rows = ", ".join(["(?, ?, ?)"] * len(chunk))
@@ -42,7 +42,7 @@ class RunOutbox:
 
     def read(self, limit: int = PROJECT_BATCH) -> list[OutboxRow]:
         rows = self.sql.execute("SELECT seq, kind, snapshot FROM run_outbox ORDER BY seq LIMIT ?", [limit])
-        return [OutboxRow(int(r[0] or 0), str(r[1]), jsonwire.loads(str(r[2]))) for r in rows]
+        return [OutboxRow(int(r[0] or 0), str(r[1]), wire_format.loads(str(r[2]))) for r in rows]
 
     def delete_through(self, seq: int) -> None:
         self.sql.execute("DELETE FROM run_outbox WHERE seq <= ?", [seq])

@@ -7,7 +7,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Final
 
-from tsumugi.core import jsonwire
+from tsumugi.core import wire_format
 from tsumugi.core.flow.advance import NodeView
 from tsumugi.core.flow.live_progress import LiveProgress, live_progress_of
 from tsumugi.core.json_types import JsonObject
@@ -81,7 +81,7 @@ def node_view(node: NodeRow) -> NodeView:
         subflow=node.subflow is not None,
         parent=node.parent,
         origin=node.origin,
-        after=tuple(jsonwire.loads(node.after)),
+        after=tuple(wire_format.loads(node.after)),
         trigger=node.trigger,
         waiting=node.wait_kind is not None,
     )

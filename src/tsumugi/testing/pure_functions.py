@@ -13,10 +13,10 @@ from typing import NotRequired, TypedDict
 from tsumugi.core import backoff as core_backoff
 from tsumugi.core import schedule as core_schedule
 from tsumugi.core.config import Backoff, Policy, backoff_from, policy_from
+from tsumugi.core.job_view import JobView
 from tsumugi.core.policy import Policy as ShardPolicy
 from tsumugi.core.policy import policy_from_wire
-from tsumugi.core.schedule import JobView
-from tsumugi.core.token_bucket import FRESH_BUCKET, Bucket
+from tsumugi.core.schedule import FRESH_BUCKET, Bucket
 
 __all__ = ["JobFields", "JobView", "next_attempt", "schedule"]
 

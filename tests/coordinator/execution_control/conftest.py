@@ -11,7 +11,7 @@ from tsumugi.application import define_tsumugi
 from tsumugi.application.tsumugi import Tsumugi
 from tsumugi.clock import FixedClock
 from tsumugi.coordinator.job_shard import JobShard
-from tsumugi.core.ids import shard_name_of
+from tsumugi.core.wire_format import shard_name_of
 from tsumugi.performer import JobContext, Performer
 from tsumugi.testing.fakes import InProcessShards, current_snapshot
 

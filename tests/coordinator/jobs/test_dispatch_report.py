@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from tsumugi.coordinator.shard_tick import FIRST_PROJECTION_DELAY_MS
-from tsumugi.core.outcome import RESULT_NOT_STORED
+from tsumugi.core.states import RESULT_NOT_STORED
 
 from .conftest import START, Harness
 

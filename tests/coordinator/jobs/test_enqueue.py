@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tsumugi.coordinator.shard_tick import FIRST_PROJECTION_DELAY_MS
-from tsumugi.core.ids import parse_job_id
+from tsumugi.core.wire_format import parse_job_id
 
 from .conftest import START, Harness
 
@@ -118,4 +118,4 @@ async def test_plain_inputs_write_the_rows_the_full_path_writes(h: Harness) -> N
 
     assert stored(plain[0]) == stored(full[0])
     assert stored(plain[0])["payload"] == '{"n":1}'  # an integral float prints like JavaScript
-    assert h.shard.ctx.jobs.fresh_ids(START + 1, 10) == {plain[0]: START, full[0]: START}  # ADR-0119
+    assert h.shard.ctx.outbox.fresh_ids(START + 1, 10) == {plain[0]: START, full[0]: START}  # ADR-0119

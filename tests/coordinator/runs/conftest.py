@@ -151,14 +151,14 @@ class World:
         spawns: list[dict[str, Any]] | None = None,
     ) -> None:
         """Deliver the terminal event the job shard would send for the node's current job (F-45)."""
-        from tsumugi.core import jsonwire
+        from tsumugi.core import wire_format
 
         node = self.nodes(run_id)[node_id]
         event: dict[str, Any] = {
             "nodeId": node_id,
             "jobId": node.job_id,
             "state": state,
-            "result": None if result is None else jsonwire.dumps(result),
+            "result": None if result is None else wire_format.dumps(result),
             "error": error,
         }
         if spawns is not None:

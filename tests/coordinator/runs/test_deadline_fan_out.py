@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tsumugi.core import jsonwire
+from tsumugi.core import wire_format
 from tsumugi.flows import create_flow
 
 flow = create_flow({})
@@ -56,7 +56,7 @@ async def test_container_stopped_by_the_deadline_aggregates_and_the_flag_fails_t
     await world.settle()
     greet = world.nodes("F:1")["greet"]
     assert greet.state == "COMPLETED"  # aggregated while halting
-    assert jsonwire.loads(greet.result) == {"total": 3, "succeeded": 2, "failed": 1}
+    assert wire_format.loads(greet.result) == {"total": 3, "succeeded": 2, "failed": 1}
     assert await run.state() == "FAILED"  # F-33: because of the flag; the only root succeeded
     assert world.read_model.runs[-1]["state"] == "FAILED"
 
@@ -71,7 +71,7 @@ async def test_same_fan_out_without_the_deadline_completes(make_world: Any) -> N
     await world.finish("F:1", "greet:1", result="sent")
     await world.finish("F:1", "greet:2", "FAILED", error=DEADLINE_ERROR)
     await world.settle()
-    assert jsonwire.loads(world.nodes("F:1")["greet"].result) == {"total": 3, "succeeded": 2, "failed": 1}
+    assert wire_format.loads(world.nodes("F:1")["greet"].result) == {"total": 3, "succeeded": 2, "failed": 1}
     assert await run.state() == "COMPLETED"
 
 

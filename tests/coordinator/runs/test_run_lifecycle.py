@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tsumugi.core import jsonwire
+from tsumugi.core import wire_format
 from tsumugi.core.config import RunSettings
 from tsumugi.errors import InvalidFlowError
 from tsumugi.flows import create_flow
@@ -119,7 +119,7 @@ async def test_full_run_with_fan_out(make_world: Any) -> None:
     await world.settle()
     nodes = world.nodes(rid)
     assert nodes["greet"].state == "COMPLETED"
-    assert jsonwire.loads(nodes["greet"].result) == {"total": 2, "succeeded": 1, "failed": 1}
+    assert wire_format.loads(nodes["greet"].result) == {"total": 2, "succeeded": 1, "failed": 1}
     assert world.job_of(rid, "report")["payload"] == {"total": 2, "failed": 1}
     await world.finish(rid, "report")
     await world.settle()
@@ -208,4 +208,4 @@ async def test_collect_hands_child_results_downstream(make_world: Any) -> None:
         "failed": 1,
         "results": {"x": {"n": 1}, "y": None},
     }
-    assert jsonwire.loads(world.nodes("F:1")["g"].result) == {"total": 2, "succeeded": 1, "failed": 1}
+    assert wire_format.loads(world.nodes("F:1")["g"].result) == {"total": 2, "succeeded": 1, "failed": 1}

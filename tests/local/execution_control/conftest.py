@@ -19,7 +19,7 @@ from tests import polling
 from tsumugi.application import define_tsumugi
 from tsumugi.application.tsumugi import Tsumugi
 from tsumugi.clock import FixedClock
-from tsumugi.core.ids import shard_name_of
+from tsumugi.core.wire_format import shard_name_of
 from tsumugi.performer import JobContext, Performer
 from tsumugi.runtimes.local.runtime import LocalRuntime
 

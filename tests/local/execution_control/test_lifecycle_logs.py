@@ -7,7 +7,7 @@ import logging
 import pytest
 from tests.local.execution_control.conftest import MakeLocal
 
-from tsumugi.core.ids import shard_name_of
+from tsumugi.core.wire_format import shard_name_of
 from tsumugi.logging import JOBS_LOGGER
 
 

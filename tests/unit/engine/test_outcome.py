@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from tsumugi.core.backoff import backoff_from_wire
-from tsumugi.core.outcome import (
+from tsumugi.core.states import (
     RESULT_NOT_STORED,
     At,
     Completed,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from tsumugi.core.policy import Rate, merge_policy, policy_from_wire, settings_from_wire
-from tsumugi.core.token_bucket import FRESH_BUCKET, Bucket, is_full, ms_until_token, refill
+from tsumugi.core.schedule import FRESH_BUCKET, Bucket, is_full, ms_until_token, refill
 
 
 def test_policy_defaults() -> None:

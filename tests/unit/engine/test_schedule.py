@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
+from tsumugi.core.job_view import JobView
 from tsumugi.core.policy import Policy, Rate
-from tsumugi.core.schedule import (
-    ConfirmCancel,
-    Dispatch,
-    Expire,
-    Fail,
-    JobView,
-    Reap,
-    Stall,
-    schedule,
-)
-from tsumugi.core.token_bucket import Bucket
+from tsumugi.core.schedule import Bucket, ConfirmCancel, Dispatch, Expire, Fail, Reap, Stall, schedule
 
 NOW = 1_000_000
 

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from tsumugi.core.config_policy import Policy as ConfigPolicy
 from tsumugi.core.config_policy import Rate as ConfigRate
+from tsumugi.core.job_view import JobView
 from tsumugi.core.policy import Policy, Rate, policy_from_wire
-from tsumugi.core.schedule import Dispatch, JobView, schedule
-from tsumugi.core.token_bucket import Bucket
+from tsumugi.core.schedule import Bucket, Dispatch, schedule
 
 NOW = 50_000_000
 KEYS = ["a", "b", "c"]

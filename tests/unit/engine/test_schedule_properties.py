@@ -9,10 +9,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tsumugi.core.job_view import JobView
 from tsumugi.core.policy import Policy, Rate
-from tsumugi.core.schedule import Dispatch, JobView, schedule
+from tsumugi.core.schedule import FRESH_BUCKET, Dispatch, schedule
 from tsumugi.core.states import can_transition
-from tsumugi.core.token_bucket import FRESH_BUCKET
 
 from .schedule_reference import ref_dispatch
 

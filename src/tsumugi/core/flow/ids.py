@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Final, NamedTuple
 
-from tsumugi.core.jsonwire import quote
+from tsumugi.core.wire_format import quote
 from tsumugi.errors import InvalidFlowError, InvalidRunIdError
 
 _NAME_RE: Final = re.compile(r"[A-Za-z0-9_-]+")

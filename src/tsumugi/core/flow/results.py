@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from tsumugi.core import jsonwire
+from tsumugi.core import wire_format
 from tsumugi.core.json_types import JsonMapping, JsonObject, JsonValue
 
 RESULT_LIMIT_CHARS: Final = 8192  # F-46: a node result is stored in the run's SQLite row
@@ -26,10 +26,10 @@ def encode_result(value: object) -> tuple[str | None, str | None]:
     if value is None:
         return None, None
     try:
-        text = jsonwire.dumps(value)
+        text = wire_format.dumps(value)
     except (TypeError, ValueError):
         return None, RESULT_ERROR
-    if jsonwire.utf16_len(text) > RESULT_LIMIT_CHARS:
+    if wire_format.utf16_len(text) > RESULT_LIMIT_CHARS:
         return None, RESULT_ERROR
     return text, None
 
@@ -37,7 +37,7 @@ def encode_result(value: object) -> tuple[str | None, str | None]:
 def decode_result(text: str | None) -> JsonValue:
     """The JSON-decoded stored result; None when nothing was stored."""
     # F-42
-    return None if text is None else jsonwire.load_value(text)
+    return None if text is None else wire_format.load_value(text)
 
 
 def fan_out_summary(child_states: Iterable[str]) -> dict[str, int]:

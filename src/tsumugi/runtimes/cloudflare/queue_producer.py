@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Final
 
-from tsumugi.core import jsonwire
+from tsumugi.core import wire_format
 from tsumugi.core.json_types import JsonMapping, JsonValue
 from tsumugi.errors import QueueMessageTooLargeError
 from tsumugi.runtimes.cloudflare.js_conversion import to_js_value, to_py_value
@@ -21,7 +21,7 @@ MESSAGE_OVERHEAD_BYTES: Final = 100
 
 def message_size_bytes(message: JsonMapping) -> int:
     """The size Queues counts for one JSON body, plus the per-message allowance."""
-    return len(jsonwire.dumps(message).encode("utf-8")) + MESSAGE_OVERHEAD_BYTES
+    return len(wire_format.dumps(message).encode("utf-8")) + MESSAGE_OVERHEAD_BYTES
 
 
 def batch_chunks(messages: Sequence[JsonMapping]) -> Iterator[list[JsonMapping]]:

@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Mount
 
-from tsumugi.core import jsonwire
+from tsumugi.core import wire_format
 from tsumugi.performer import Performer
 from tsumugi.runtimes.cloudflare.js_conversion import IN_PYODIDE, unwrap_sdk
 from tsumugi.runtimes.cloudflare.js_objects import JsValue, MessageBatch, RemoteContext
@@ -68,7 +68,7 @@ def json_answer(body: object, status: int = 200) -> object:
     """A ``workers.Response`` holding ``body`` as the REST API prints JSON."""
     workers = importlib.import_module("workers")
     response: object = workers.Response(
-        jsonwire.dumps(body), status=status, headers={"content-type": JSON_MEDIA_TYPE}
+        wire_format.dumps(body), status=status, headers={"content-type": JSON_MEDIA_TYPE}
     )
     return response
 

@@ -24,8 +24,7 @@ from tsumugi.runtimes.local.run_storage import MAX_CONNECTED_RUNS, ConnectionBud
 from tsumugi.runtimes.local.serial_coordinators import CoordinatorFactory
 from tsumugi.runtimes.local.sql_database import SqliteDatabase, apply_migrations
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
-from tsumugi.storage.read_model_metrics import LocalMetricsWriter
-from tsumugi.storage.read_model_writer import D1ReadModelWriter
+from tsumugi.storage.read_model_writer import D1ReadModelWriter, LocalMetricsWriter
 
 if TYPE_CHECKING:
     from tsumugi.runtimes.local.runtime import LocalRuntime

@@ -1,6 +1,6 @@
 """Local ids that replay: a counter stands in for the OS generator while a simulation runs (ADR-0142).
 
-``tsumugi.core.ids.new_local_ids`` stamps ids with the wall clock and fills them from ``secrets``.
+``tsumugi.core.wire_format.new_local_ids`` stamps ids with the wall clock and fills them from ``secrets``.
 Jobs created in the same millisecond are dispatched in id order, so with random ids the same
 seed would deliver them in another order, and a fault aimed at "the second delivery" would hit
 another job. Every id the engine makes goes through that one function (``new_local_id`` calls it), so
@@ -14,11 +14,11 @@ import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from tsumugi.core import ids
+from tsumugi.core import wire_format
 
 __all__ = ["replayable_ids"]
 
-_WIDTH = ids.LOCAL_ID_LENGTH - 1  # a letter first (J-15), then zero-padded digits
+_WIDTH = wire_format.LOCAL_ID_LENGTH - 1  # a letter first (J-15), then zero-padded digits
 
 
 @contextmanager
@@ -29,9 +29,9 @@ def replayable_ids() -> Iterator[None]:
     def new_local_ids(count: int) -> list[str]:
         return [f"c{next(numbers):0{_WIDTH}d}" for _ in range(count)]
 
-    original = ids.new_local_ids
-    ids.new_local_ids = new_local_ids
+    original = wire_format.new_local_ids
+    wire_format.new_local_ids = new_local_ids
     try:
         yield
     finally:
-        ids.new_local_ids = original
+        wire_format.new_local_ids = original

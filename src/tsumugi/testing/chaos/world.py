@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Final, cast
 
 from tsumugi.application import Tsumugi
-from tsumugi.core.ids import shard_name_of
 from tsumugi.core.states import TERMINAL_STATES
+from tsumugi.core.wire_format import shard_name_of
 from tsumugi.runtimes.local.runtime import LocalRuntime
 from tsumugi.testing.chaos.checks import Invariant
 from tsumugi.testing.chaos.errors import ChaosError

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tsumugi.core.jsonwire import _js_text, dumps, loads, quote, utf16_len
+from tsumugi.core.js_numbers import js_text
+from tsumugi.core.wire_format import dumps, loads, quote, utf16_len
 
 
 def test_compact_and_unescaped() -> None:
@@ -80,4 +81,4 @@ json_values = st.recursive(
 @given(json_values)
 def test_the_fast_path_prints_what_the_careful_pass_prints(value: object) -> None:
     # ADR-0120: skipping the careful pass never changes the text
-    assert dumps(value) == _js_text(value)
+    assert dumps(value) == js_text(value)

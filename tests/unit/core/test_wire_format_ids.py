@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import tsumugi.core.ids as ids_module
-from tsumugi.core.ids import (
+import tsumugi.core.wire_format as wire_format_module
+from tsumugi.core.wire_format import (
     format_job_id,
     hash_to_shard,
     new_local_id,
@@ -127,7 +127,7 @@ def test_resolve_shard_rules() -> None:
 def test_generated_local_ids_sort_by_creation_time(monkeypatch: pytest.MonkeyPatch) -> None:
     # ADR-0107: a later millisecond sorts after an earlier one, whatever the random part
     now_ns = [1_700_000_000_000 * 1_000_000]
-    monkeypatch.setattr(ids_module.time, "time_ns", lambda: now_ns[0])
+    monkeypatch.setattr(wire_format_module.time, "time_ns", lambda: now_ns[0])
     earlier = [new_local_id() for _ in range(50)]
     now_ns[0] += 1_000_000
     later = [new_local_id() for _ in range(50)]

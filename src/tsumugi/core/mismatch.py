@@ -1,4 +1,8 @@
-"""Where a value does not fit its type: ``(path, problem)`` pairs gathered while the value is walked."""
+"""Where a value does not fit its type: ``(path, problem)`` pairs gathered while the value is walked.
+
+``wire_format.to_json`` raises a ``Mismatch`` for the first part of a value that is not JSON; the payload
+type checks (``tsumugi.payloads``) raise one listing every field that does not fit.
+"""
 
 from __future__ import annotations
 

@@ -1,51 +1,157 @@
-"""Job rows: insert, conditional transitions, heartbeats, lookups (over ``SqlExecutor``), and the attempt
-log, one row per reported attempt.
+"""The ``job`` table of one shard: its row, the SQL values read as their columns' types, and its writes.
 
-Every change bumps ``version`` (the snapshot ``seq``) and marks the job dirty in the outbox. A new
-job waits in ``fresh`` instead, so a job that settles soon after it was created is projected once: its
-later changes mark the outbox only once it has been projected, or when it finishes (ADR-0119).
+A job is inserted, then moved by conditional updates (``WHERE id = ? AND state IN (...)``). Every change
+bumps ``version`` (the snapshot ``seq``) and marks the job in the ``outbox`` for projection. A new job
+waits in ``fresh`` instead, so a job that settles soon after it was created is projected once: its later
+changes mark the outbox only once it has been projected, or when it finishes (ADR-0042, ADR-0119).
+The SQL edge narrows a value once (``integer``, ``optional_integer``, ...); code past it is typed
+(ADR-0042, ADR-0043). The lane reads are in ``tick_tables``, the projection's reads in
+``read_model_writer``, the reads off the plain path in ``job_lookups``.
 """
-# J-30, J-92, J-190, J-95, J-96
+# J-30, J-92, J-190
 
 from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Final, NamedTuple, TypeAlias, TypedDict
+from dataclasses import dataclass
+from typing import Final, NamedTuple, NotRequired, TypeAlias, TypedDict
 
-from tsumugi.core.states import TERMINAL_STATES, JobState
-from tsumugi.ports import SqlExecutor, SqlValue
-from tsumugi.storage.job_rows import (
-    JOB_COLUMNS,
-    JOB_SELECT,
-    MAX_BOUND_PARAMS,
-    JobRow,
-    chunks,
-    integer,
-    job_from_row,
-    literal_list,
-    seq_floor,
+from tsumugi.core.states import TERMINAL_STATES, JobStateName
+from tsumugi.ports import Row, SqlExecutor, SqlValue
+
+
+class JobRow(TypedDict):
+    """One ``job`` row as a plain dict (zero cost on the hot path).
+
+    The ``REPORT_COLUMNS`` are in every row read; the others are absent from a report's narrower read.
+    JSON columns (``backoff``, ``payload``, ``result``) hold their text.
+    """
+
+    id: str
+    binding: str
+    state: JobStateName
+    attempts: int
+    max_attempts: int
+    backoff: str
+    run_id: str | None
+    node_id: str | None
+    dispatched_at: int | None
+    cancel_requested_at: int | None
+    traceparent: str | None
+    result: str | None
+    priority: NotRequired[float]
+    concurrency_key: NotRequired[str | None]
+    unique_key: NotRequired[str | None]
+    guarantee: NotRequired[str]
+    timeout_ms: NotRequired[int]
+    run_after: NotRequired[int]
+    created_at: NotRequired[int]
+    updated_at: NotRequired[int]
+    heartbeat_at: NotRequired[int | None]
+    progress: NotRequired[float | None]
+    payload: NotRequired[str]
+    expires_at: NotRequired[int | None]
+    version: NotRequired[int]
+
+
+JOB_COLUMNS: Final[tuple[str, ...]] = tuple(
+    "id binding state priority attempts max_attempts concurrency_key unique_key guarantee "
+    "timeout_ms backoff run_after created_at updated_at dispatched_at heartbeat_at progress "
+    "payload result run_id node_id expires_at traceparent cancel_requested_at version".split()
 )
-from tsumugi.storage.lane_queries import RowExpression
-from tsumugi.storage.outboxes import MARK, JobMarks
+JOB_SELECT: Final = ", ".join(JOB_COLUMNS)
+# What applying a batch of reports reads of each job, and what a settled one gives back: the columns the
+# decision, the terminal events and the lifecycle log use; never the payload or the lanes (ADR-0153).
+REPORT_COLUMNS: Final[tuple[str, ...]] = tuple(
+    "id binding state attempts max_attempts backoff run_id node_id dispatched_at "
+    "cancel_requested_at traceparent result".split()
+)
+
+MAX_BOUND_PARAMS: Final = 100  # Durable Object SQL binds at most 100 parameters per statement
+SEQ_PER_MS: Final = 1000  # snapshot seq floor = now_ms * 1000: monotonic even if a job id is re-created
+
+
+def chunks(values: list[str], size: int = MAX_BOUND_PARAMS) -> list[list[str]]:
+    """Split an ``IN (...)`` list so no statement binds more parameters than DO SQL allows."""
+    return [values[i : i + size] for i in range(0, len(values), size)]
+
+
+def seq_floor(now_ms: int) -> int:
+    """The smallest snapshot ``seq`` a change at ``now_ms`` may carry (ADR-0042)."""
+    return now_ms * SEQ_PER_MS
+
+
+# ``dict`` itself, typed as what it builds here: a row read with the columns the schema gives those types
+# (``shard_schema``). The one place a SQL row becomes a ``JobRow``, with no per-row cost.
+_job_dict: Final[Callable[[Iterable[tuple[str, SqlValue]]], JobRow]] = dict  # type: ignore[assignment]
+
+
+def job_from_row(row: Row, columns: tuple[str, ...] = JOB_COLUMNS) -> JobRow:
+    """A job row from ``SELECT`` of ``columns`` (every column, or ``REPORT_COLUMNS``)."""
+    return _job_dict(zip(columns, row, strict=True))
+
+
+def scheduled_lane(run_after: int, priority: float, now_ms: int) -> tuple[int, float]:
+    """``(ready, lane_at)`` of a SCHEDULED job: ready jobs sort by priority, waiting ones by time."""
+    return (1, priority) if run_after <= now_ms else (0, run_after)
+
+
+def literal_list(values: Iterable[str]) -> str:
+    """A fixed SQL ``IN`` list of string literals (``('FAILED', 'STALLED')``), for constant state sets.
+
+    A partial index's ``WHERE state IN (...)`` matches only literals, never bound parameters.
+    """
+    return "(" + ", ".join(f"'{value}'" for value in values) + ")"
+
+
+def integer(value: SqlValue) -> int:
+    """An INTEGER column's value (Durable Object SQL may hand a whole number over as a float)."""
+    if isinstance(value, int | float):
+        return int(value)
+    raise TypeError(f"expected a number from SQL, read {value!r}")
+
+
+def integer_or_real(value: SqlValue) -> int | float:
+    """A REAL (or INTEGER) column's value."""
+    if isinstance(value, int | float):
+        return value
+    raise TypeError(f"expected a number from SQL, read {value!r}")
+
+
+def optional_integer(value: SqlValue) -> int | None:
+    """``integer`` of a nullable column."""
+    return None if value is None else integer(value)
+
+
+# ---------------------------------------------------------------------- what an update sets
+@dataclass(frozen=True, slots=True)
+class RowExpression:
+    """A column value SQLite computes from the row being updated, with its parameters (the lane values
+    of ``tick_tables``)."""
+
+    sql: str
+    params: tuple[SqlValue, ...] = ()
+
+
+# A column's new value, or an expression over the old row.
+Assignments: TypeAlias = dict[str, SqlValue | RowExpression]
+
+
+class Settle(NamedTuple):
+    """A finished report's row change: the terminal state, the attempts and the stored result text."""
+
+    job_id: str
+    to_state: str
+    attempts: int
+    result: str | None
+
 
 # Columns every new job has; the others are mostly NULL and are left out of its INSERT, since binding a
 # parameter costs more than the column's default (ADR-0120).
-_ALWAYS_SET: Final = (
-    "id",
-    "binding",
-    "state",
-    "priority",
-    "attempts",
-    "max_attempts",
-    "guarantee",
-    "timeout_ms",
-    "backoff",
-    "run_after",
-    "created_at",
-    "updated_at",
-    "payload",
-    "version",
+_ALWAYS_SET: Final[tuple[str, ...]] = tuple(
+    "id binding state priority attempts max_attempts guarantee timeout_ms backoff run_after "
+    "created_at updated_at payload version".split()
 )
 _OFTEN_NULL: Final = tuple(column for column in JOB_COLUMNS if column not in _ALWAYS_SET)
 _NONE_OFTEN_NULL: Final = (None,) * len(_OFTEN_NULL)
@@ -71,21 +177,12 @@ _SETTLE_SQL: Final = (
     "version = max(version + 1, ?) FROM (VALUES {values}) AS v "
     "WHERE job.id = v.column1 AND +job.state IN (?, ?) RETURNING job.id"
 )
-# What an update sets: a column's new value, or an expression over the old row (``lane_queries``).
-Assignments: TypeAlias = dict[str, SqlValue | RowExpression]
-
-
-class Settle(NamedTuple):
-    """A finished report's row change: the terminal state, the attempts and the stored result text."""
-
-    job_id: str
-    to_state: str
-    attempts: int
-    result: str | None
-
-
-_TERMINAL_LIST: Final = literal_list(sorted(TERMINAL_STATES))
-_ACTIVE_LIST: Final = literal_list((JobState.SCHEDULED, JobState.QUEUED, JobState.RUNNING))  # ACTIVE_STATES
+MARK: Final = "INSERT OR IGNORE INTO outbox (job_id) VALUES (?)"
+# A change to a job still waiting for its first projection needs no mark: that projection reads the row.
+_MARK_UNLESS_FRESH: Final = (
+    "INSERT OR IGNORE INTO outbox (job_id) SELECT ? "
+    "WHERE NOT EXISTS (SELECT 1 FROM fresh WHERE created_at = ? AND job_id = ?)"
+)
 
 
 def _assignments(
@@ -114,13 +211,12 @@ def _assignments(
     return ", ".join(sets), params
 
 
-class JobStore(JobMarks):
-    """The ``job`` table of one shard, and (from ``JobMarks``) its ``outbox`` and ``fresh`` tables."""
+class JobStore:
+    """The ``job`` table of one shard: lookups by id, inserts, transitions, and the marks they leave."""
 
     def __init__(self, sql: SqlExecutor) -> None:
         self.sql = sql
 
-    # ------------------------------------------------------------------ reads
     def get(self, job_id: str) -> JobRow | None:
         rows = self.sql.execute(f"SELECT {JOB_SELECT} FROM job WHERE id = ?", (job_id,))
         return job_from_row(rows[0]) if rows else None
@@ -135,30 +231,9 @@ class JobStore(JobMarks):
             found.extend(job_from_row(r, columns) for r in rows)
         return found
 
-    def state_of(self, job_id: str) -> str | None:
-        rows = self.sql.execute("SELECT state FROM job WHERE id = ?", (job_id,))
-        return str(rows[0][0]) if rows else None
-
-    def existing(self, job_ids: list[str]) -> set[str]:
-        """Which of ``job_ids`` the shard holds: one statement per chunk of ids."""
-        found: set[str] = set()
-        for part in chunks(job_ids):
-            marks = ", ".join("?" * len(part))
-            found.update(
-                str(r[0]) for r in self.sql.execute(f"SELECT id FROM job WHERE id IN ({marks})", part)
-            )
-        return found
-
-    def count_active(self) -> int:
-        rows = self.sql.execute(f"SELECT count(*) FROM job WHERE state IN {_ACTIVE_LIST}")
-        return integer(rows[0][0])
-
-    # ------------------------------------------------------------------ writes
-    def insert(self, job: JobRow, ready: int, lane_at: float) -> None:
-        self.insert_many([(job, ready, lane_at)])
-
+    # ------------------------------------------------------------------ inserts (ADR-0105, ADR-0120)
     def insert_many(self, rows: list[tuple[JobRow, int, float]]) -> None:
-        """Insert ``(job, ready, lane_at)`` rows, each waiting for its first projection (ADR-0105, 0119)."""
+        """Insert ``(job, ready, lane_at)`` rows, each waiting for its first projection (ADR-0119)."""
         if not rows:
             return
         plain: list[tuple[SqlValue, ...]] = []
@@ -190,7 +265,7 @@ class JobStore(JobMarks):
     def insert_uniform(
         self, template: JobRow, ready: int, lane_at: float, ids_and_payloads: list[tuple[str, str]]
     ) -> None:
-        """Insert SCHEDULED jobs that differ from ``template`` only in id and payload text (ADR-0120).
+        """Insert SCHEDULED jobs that differ from ``template`` only in id and payload text.
 
         The rows ``insert_many`` would write, built without a dict per job: a plain ``enqueue_many``.
         """
@@ -208,6 +283,7 @@ class JobStore(JobMarks):
         created_at = template["created_at"]
         self.sql.execute_many(_INSERT_FRESH, [(created_at, job_id) for job_id, _ in ids_and_payloads])
 
+    # ------------------------------------------------------------------ transitions (J-92)
     def update(
         self,
         job_id: str,
@@ -217,12 +293,11 @@ class JobStore(JobMarks):
         *,
         transition: bool = True,
     ) -> JobRow | None:
-        """One conditional update: ``SET... WHERE id = ? AND state IN (...)``.
+        """One conditional update: ``SET... WHERE id = ? AND state IN (...)``; the new row, or None if no
+        row matched.
 
-        ``assignments`` maps a column to a value, or to a ``RowExpression`` over the *old* row
-        (``lane_queries``). A transition also stamps ``updated_at`` and clears the
-        heartbeat, progress and cancel request. Returns the new row, or None if no row
-        matched.
+        ``assignments`` maps a column to a value, or to a ``RowExpression`` over the *old* row. A
+        transition also stamps ``updated_at`` and clears the heartbeat, progress and cancel request.
         """
         # J-92, J-69, J-135
         sets, params = _assignments(now_ms, assignments, transition)
@@ -284,79 +359,33 @@ class JobStore(JobMarks):
         return changed
 
     def delete_many(self, job_ids: list[str]) -> None:
+        """The sweep's delete: the jobs' attempt rows first, then the jobs."""
+        # J-170
         self.sql.execute_many("DELETE FROM attempt WHERE job_id = ?", ((i,) for i in job_ids))
         self.sql.execute_many("DELETE FROM job WHERE id = ?", ((i,) for i in job_ids))
 
+    # ------------------------------------------------------------------ outbox marks (J-190)
+    def mark_changed(self, job: JobRow) -> None:
+        """Mark a changed job for projection; free when already marked (ADR-0042).
 
-# ---------------------------------------------------------------------- the attempt log (J-95, J-96)
-SNAPSHOT_ATTEMPTS: Final = 20  # J-96: snapshots carry at most the 20 newest attempt rows
-_KEYS: Final = ("job_id", "attempt", "state", "started_at", "finished_at", "error")
+        A finished job is marked at once; a job still waiting for its first projection is left to it.
+        """
+        if job["state"] in TERMINAL_STATES:
+            self.sql.execute(MARK, (job["id"],))
+        else:
+            self.sql.execute(_MARK_UNLESS_FRESH, (job["id"], job["created_at"], job["id"]))
 
-
-class AttemptEntry(TypedDict):
-    """One ``attempt`` row, as a snapshot's ``attempts_log`` lists it."""
-
-    job_id: str
-    attempt: int
-    state: str  # COMPLETED or FAILED
-    started_at: int | None
-    finished_at: int
-    error: str | None
-
-
-# ``dict`` typed as what it builds from an ``attempt`` row read in ``_KEYS`` order (the table's types).
-_entry: Final[Callable[[Iterable[tuple[str, SqlValue]]], AttemptEntry]] = dict  # type: ignore[assignment]
-
-
-class AttemptLog:
-    def __init__(self, sql: SqlExecutor) -> None:
-        self.sql = sql
-
-    def record(
-        self,
-        job_id: str,
-        attempt: int,
-        state: str,
-        started_at: int | None,
-        finished_at: int,
-        error: str | None,
-    ) -> None:
-        """Upsert: a duplicate report for the same attempt overwrites its row."""
-        # J-95
-        self.sql.execute(
-            "INSERT OR REPLACE INTO attempt (job_id, attempt, state, started_at, finished_at, error) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (job_id, attempt, state, started_at, finished_at, error),
-        )
-
-    def newest(self, job_id: str, limit: int = SNAPSHOT_ATTEMPTS) -> list[AttemptEntry]:
-        rows = self.sql.execute(
-            "SELECT job_id, attempt, state, started_at, finished_at, error FROM attempt "
-            "WHERE job_id = ? ORDER BY attempt DESC LIMIT ?",
-            (job_id, limit),
-        )
-        return [_entry(zip(_KEYS, r, strict=True)) for r in rows]
-
-    def newest_many(
-        self, job_ids: list[str], limit: int = SNAPSHOT_ATTEMPTS
-    ) -> dict[str, list[AttemptEntry]]:
-        """``newest`` for many jobs at once: one statement per chunk of ids; a job without rows is absent."""
-        found: dict[str, list[AttemptEntry]] = {}
-        for start in range(0, len(job_ids), MAX_BOUND_PARAMS):
-            part = job_ids[start : start + MAX_BOUND_PARAMS]
-            rows = self.sql.execute(
-                "SELECT job_id, attempt, state, started_at, finished_at, error FROM attempt "
-                f"WHERE job_id IN ({', '.join('?' * len(part))}) ORDER BY job_id, attempt DESC",
+    def mark_changed_many(self, jobs: list[JobRow]) -> None:
+        """``mark_changed`` for many jobs: one statement per chunk, finished and unfinished apart."""
+        finished = [job["id"] for job in jobs if job["state"] in TERMINAL_STATES]
+        unfinished = [job["id"] for job in jobs if job["state"] not in TERMINAL_STATES]
+        for part in chunks(finished):
+            values = ", ".join(["(?)"] * len(part))
+            self.sql.execute(f"INSERT OR IGNORE INTO outbox (job_id) VALUES {values}", part)
+        for part in chunks(unfinished):
+            self.sql.execute(
+                "INSERT OR IGNORE INTO outbox (job_id) SELECT j.id FROM job j "
+                f"WHERE j.id IN ({', '.join('?' * len(part))}) AND NOT EXISTS "
+                "(SELECT 1 FROM fresh f WHERE f.created_at = j.created_at AND f.job_id = j.id)",
                 part,
             )
-            for row in rows:
-                entries = found.setdefault(str(row[0]), [])
-                if len(entries) < limit:
-                    entries.append(_entry(zip(_KEYS, row, strict=True)))
-        return found
-
-    def last_error(self, job_id: str) -> str | None:
-        rows = self.sql.execute(
-            "SELECT error FROM attempt WHERE job_id = ? ORDER BY attempt DESC LIMIT 1", (job_id,)
-        )
-        return str(rows[0][0]) if rows and rows[0][0] is not None else None
