@@ -1,4 +1,7 @@
-"""The performer API: what job code sees. Imports nothing of the shard, SQL or HTTP."""
+"""The performer API: what job code sees, and how a binding finds its performer.
+
+Imports nothing of the shard, SQL or HTTP.
+"""
 # J-8, 10.8
 
 from __future__ import annotations
@@ -6,10 +9,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Generic, Literal, TypeAlias
+from typing import Any, ClassVar, Final, Generic, Literal, Protocol, TypeAlias, TypeGuard
 
 from typing_extensions import TypeVar
 
+from tsumugi.client import env_binding
 from tsumugi.clock import Clock, SystemClock
 from tsumugi.core.config import ExponentialBackoff, FixedBackoff
 from tsumugi.core.flow.ids import validate_node_id
@@ -22,9 +26,12 @@ __all__ = [
     "HeartbeatResult",
     "JobContext",
     "Performer",
+    "PerformersResolver",
+    "Performs",
     "RemoteMarker",
     "SpawnRequest",
     "describe_entry",
+    "has_perform",
     "is_remote",
     "performer_defaults",
     "performer_defaults_wire",
@@ -217,3 +224,42 @@ def describe_entry(entry: object) -> str:
     if callable(entry):
         return f"the function {getattr(entry, '__name__', repr(entry))}"
     return f"a {type(entry).__name__}"
+
+
+# ---------------------------------------------------------------------- who performs a binding (J-61)
+class Performs(Protocol):
+    """What the consumer calls: a ``perform(payload, ctx)``, sync or async, whose types it cannot know.
+
+    A ``Performer`` subclass, a service binding's stub, any object with a callable ``perform``.
+    """
+
+    @property
+    def perform(self) -> Callable[..., object]: ...
+
+
+def has_perform(candidate: object) -> TypeGuard[Performs]:
+    """True when ``candidate`` exposes a callable ``perform`` (``invalid``)."""
+    # J-61, J-205
+    return candidate is not None and callable(getattr(candidate, "perform", None))
+
+
+class PerformersResolver:
+    """Resolves from the ``performers`` map, then from ``env`` (a service binding).
+
+    A class in the map is instantiated with ``(ctx, env)``; a ``remote()`` marker or an
+    unknown name falls through to ``env[binding]``.
+    """
+
+    __slots__ = ("_ctx", "_performers")
+
+    def __init__(self, performers: Mapping[str, object], ctx: object = None) -> None:
+        self._performers = performers
+        self._ctx = ctx
+
+    def resolve(self, binding: str, env: object) -> object | None:
+        entry = self._performers.get(binding)
+        if isinstance(entry, type):
+            instance: object = entry(self._ctx, env)
+            return instance
+        candidate: object = env_binding(env, binding)
+        return candidate if has_perform(candidate) else None

@@ -11,7 +11,8 @@ import asyncio
 import pytest
 
 from tsumugi.clock import FixedClock
-from tsumugi.execution.attempt import AttemptTimer, perform
+from tsumugi.execution.attempt import AttemptTimer
+from tsumugi.execution.consumer import perform
 from tsumugi.performer import JobContext
 
 TIMEOUT_MS = 1_000
@@ -51,7 +52,14 @@ def _attempt(clock: FixedClock) -> tuple[AttemptTimer, JobContext, list[str]]:
 async def test_a_perform_that_never_waits_never_arms_the_timer() -> None:
     clock = FixedClock(0)
     timer, ctx, _ = _attempt(clock)
-    assert await perform(NeverWaits(), {"n": 1}, ctx, timer) == {"n": 1}
+    made: list[AttemptTimer] = []
+
+    def new_timer() -> AttemptTimer:
+        made.append(timer)
+        return timer
+
+    assert await perform(NeverWaits(), {"n": 1}, ctx, new_timer) == {"n": 1}
+    assert made == []  # ADR-0165: no timer is even made
     assert timer.deadline == 0  # never started
 
 
@@ -60,7 +68,7 @@ async def test_a_value_sent_after_the_first_wait_reaches_the_performer() -> None
     timer, ctx, _ = _attempt(clock)
     gate: asyncio.Future[str] = asyncio.get_running_loop().create_future()
     performer = Waits(gate)
-    pending = asyncio.ensure_future(perform(performer, None, ctx, timer))
+    pending = asyncio.ensure_future(perform(performer, None, ctx, lambda: timer))
     await asyncio.sleep(0)
     assert timer.deadline == ctx.deadline_at  # armed once it waited, at the attempt's deadline (J-68)
     gate.set_result("hello")
@@ -72,7 +80,7 @@ async def test_an_error_after_the_first_wait_comes_out_of_perform() -> None:
     clock = FixedClock(0)
     timer, ctx, _ = _attempt(clock)
     gate: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-    pending = asyncio.ensure_future(perform(Waits(gate), None, ctx, timer))
+    pending = asyncio.ensure_future(perform(Waits(gate), None, ctx, lambda: timer))
     await asyncio.sleep(0)
     gate.set_result("raise")
     with pytest.raises(ValueError, match="after the wait"):
@@ -84,7 +92,7 @@ async def test_a_cancellation_while_waiting_is_thrown_into_the_performer() -> No
     timer, ctx, _ = _attempt(clock)
     gate: asyncio.Future[str] = asyncio.get_running_loop().create_future()
     performer = Waits(gate)
-    pending = asyncio.ensure_future(perform(performer, None, ctx, timer))
+    pending = asyncio.ensure_future(perform(performer, None, ctx, lambda: timer))
     await asyncio.sleep(0)
     pending.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -97,7 +105,7 @@ async def test_a_performer_that_waits_past_its_deadline_times_out() -> None:
     clock = FixedClock(0)
     timer, ctx, fired = _attempt(clock)
     gate: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-    pending = asyncio.ensure_future(perform(Waits(gate), None, ctx, timer))
+    pending = asyncio.ensure_future(perform(Waits(gate), None, ctx, lambda: timer))
     for _ in range(5):
         await asyncio.sleep(0)
     clock.advance(TIMEOUT_MS)

@@ -249,7 +249,7 @@ async def test_plain_boolean_answers_are_understood(harness: Any) -> None:
     clock = FixedClock(0)
     timer = AttemptTimer(1_000, clock, on_fire=lambda: None)
     harness.shard().heartbeat_answer = True  # a v0.6.0-shaped shard (J-66)
-    heartbeat = make_heartbeat(harness.shard(), clock, timer=timer)
+    heartbeat = make_heartbeat(harness.shard(), clock, timer=lambda: timer)
     timer.start()
     assert timer.deadline == 1_000
     clock.advance(400)

@@ -12,7 +12,8 @@ import pytest
 
 from tsumugi.coordinator.shard_tick import dispatch_message
 from tsumugi.errors import PermanentFailure, RetryAfter
-from tsumugi.execution.attempt import failure_report, not_found_report, success_report
+from tsumugi.execution.attempt import failure_report, not_found_report
+from tsumugi.execution.consumer import success_report
 from tsumugi.execution.messages import DispatchMessage, FailureReport, SpawnWire, SuccessReport
 from tsumugi.performer import SpawnRequest
 

@@ -20,9 +20,8 @@ from tests.platform.replay_client import LoopbackD1Database, ReplayServer
 from tsumugi.clock import FixedClock
 from tsumugi.coordinator.job_shard import JobShard
 from tsumugi.core.json_types import JsonObject
-from tsumugi.execution.attempt import PerformersResolver
 from tsumugi.execution.consumer import handle_batch
-from tsumugi.performer import JobContext, Performer
+from tsumugi.performer import JobContext, Performer, PerformersResolver
 from tsumugi.runtimes.cloudflare.queue_producer import batch_chunks
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
 from tsumugi.storage.read_model_writer import D1ReadModelWriter

@@ -1,22 +1,21 @@
-"""One attempt: who performs it, ``perform`` under a restartable timeout, the throttled heartbeat, and
-the report the consumer sends to the shard."""
+"""What an attempt may need beyond its plain run, which ``consumer`` holds.
+
+The restartable timeout and its report, the throttled heartbeat, the resumption of a perform that
+waited, expiry, and the failure reports. A no-op job that settles in its first step reaches none of it.
+"""
 # J-61, J-64..J-68, J-73, J-74, J-76, J-119
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import traceback
 import types
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
-from types import CoroutineType
-from typing import Final, Protocol, TypeGuard, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
+from typing import TYPE_CHECKING, Final, TypeVar
 
-from tsumugi.client import env_binding
 from tsumugi.clock import Clock
 from tsumugi.core.config_checks import camel_case
-from tsumugi.core.json_types import JsonValue
 from tsumugi.errors import (
     InvalidPayloadError,
     PermanentFailure,
@@ -24,23 +23,26 @@ from tsumugi.errors import (
     RetryAfter,
     TsumugiTimeoutError,
 )
-from tsumugi.execution.messages import FailureReport, SpawnWire, SuccessReport
-from tsumugi.performer import HeartbeatResult, JobContext, SpawnRequest
+from tsumugi.execution.messages import FailureReport, SpawnWire
+from tsumugi.performer import HeartbeatResult, SpawnRequest
 from tsumugi.ports import ShardRpc
+
+if TYPE_CHECKING:
+    from tsumugi.execution.consumer import Delivery
 
 __all__ = [
     "HEARTBEAT_MIN_INTERVAL_MS",
     "HEARTBEAT_WAIT_MS",
     "AttemptHeartbeat",
     "AttemptTimer",
-    "PerformersResolver",
-    "Performs",
+    "cancellable",
     "error_text",
+    "expire",
     "failure_report",
-    "has_perform",
     "not_found_report",
-    "perform",
-    "success_report",
+    "on_timeout",
+    "resume",
+    "spawn_wire",
 ]
 
 HEARTBEAT_MIN_INTERVAL_MS: Final = 5_000  # J-64: calls closer than this to the last sent one are dropped
@@ -49,45 +51,6 @@ _T = TypeVar("_T")
 _NOT_FOUND: Final = "performer not found: {} (export it, or add a service binding)"  # J-61
 # Raised by the consumer around perform, not inside it: the message says it all, a stack would not help.
 _WITHOUT_STACK: Final = (TsumugiTimeoutError, InvalidPayloadError, ResultNotJsonError)
-
-
-# ---------------------------------------------------------------------- who performs (J-61)
-class Performs(Protocol):
-    """What the consumer calls: a ``perform(payload, ctx)``, sync or async, whose types it cannot know.
-
-    A ``Performer`` subclass, a service binding's stub, any object with a callable ``perform``.
-    """
-
-    @property
-    def perform(self) -> Callable[..., object]: ...
-
-
-def has_perform(candidate: object) -> TypeGuard[Performs]:
-    """True when ``candidate`` exposes a callable ``perform`` (``invalid``)."""
-    # J-61, J-205
-    return candidate is not None and callable(getattr(candidate, "perform", None))
-
-
-class PerformersResolver:
-    """Resolves from the ``performers`` map, then from ``env`` (a service binding).
-
-    A class in the map is instantiated with ``(ctx, env)``; a ``remote()`` marker or an
-    unknown name falls through to ``env[binding]``.
-    """
-
-    __slots__ = ("_ctx", "_performers")
-
-    def __init__(self, performers: Mapping[str, object], ctx: object = None) -> None:
-        self._performers = performers
-        self._ctx = ctx
-
-    def resolve(self, binding: str, env: object) -> object | None:
-        entry = self._performers.get(binding)
-        if isinstance(entry, type):
-            instance: object = entry(self._ctx, env)
-            return instance
-        candidate: object = env_binding(env, binding)
-        return candidate if has_perform(candidate) else None
 
 
 # ---------------------------------------------------------------------- the attempt (J-64..J-74)
@@ -173,7 +136,7 @@ class AttemptHeartbeat:
         attempt: int | None,
         clock: Clock,
         log: logging.Logger,
-        timer: AttemptTimer | None = None,
+        timer: Callable[[], AttemptTimer | None] = lambda: None,
         wait_ms: int = HEARTBEAT_WAIT_MS,
     ) -> None:
         self._shard = shard
@@ -213,60 +176,17 @@ class AttemptHeartbeat:
             self._cancel_requested = self._cancel_requested or bool(answer.get("cancelRequested"))
         else:
             accepted = bool(answer)  # v0.6.0 shards answer a plain boolean (J-66)
-        if accepted and self._timer is not None:
-            self._timer.restart()  # J-68 (a)
+        timer = self._timer()  # the attempt's timer, made once its perform first waited
+        if accepted and timer is not None:
+            timer.restart()  # J-68 (a)
 
     def _late_answer(self, call: asyncio.Future[_T]) -> None:
         if not call.cancelled() and call.exception() is not None:
             self._log.warning("tsumugi: heartbeat failed", exc_info=call.exception())
 
 
-async def perform(
-    performer: Performs,
-    payload: object,
-    ctx: JobContext,
-    timer: AttemptTimer | None,
-    *,
-    cancel_on_timeout: bool = False,
-) -> object:
-    """Run ``performer.perform`` in the calling task, with ``timer`` armed once it waits.
-
-    By default the performer is not stopped by the timer: when it fires, the timer's callback
-    reports the timeout, and the caller discards whatever this eventually returns or raises
-    (``timer.fired``). With ``cancel_on_timeout`` the coroutine runs in a task of its own, which the
-    timer cancels when it fires (ADR-0141); this then returns None, discarded like any late outcome.
-    """
-    # J-74
-    pending = performer.perform(payload, ctx)
-    if not inspect.isawaitable(pending):
-        return pending  # a synchronous perform (J-60) has already settled
-    if timer is None:
-        return await pending  # timeout_ms <= 0 disables the consumer-side timer (J-74)
-    if cancel_on_timeout:
-        return await _cancellable(pending, timer)
-    if type(pending) is CoroutineType:
-        # ADR-0159: run the coroutine's first step here; one that finishes in it (most do) never arms the
-        # timer. Its deadline is the attempt's, counted from before the call, as if armed before it.
-        try:
-            waits_on = pending.send(None)
-        except StopIteration as done:
-            return done.value
-        timer.start(ctx.deadline_at)
-        try:
-            return await _resume(pending, waits_on)
-        finally:
-            timer.cancel()
-    timer.start()
-    try:
-        return await pending
-    finally:
-        timer.cancel()
-
-
 @types.coroutine
-def _resume(
-    pending: Coroutine[object, object, object], waits_on: object
-) -> Generator[object, object, object]:
+def resume(pending: Coroutine[object, object, object], waits_on: object) -> Generator[object, object, object]:
     """The rest of ``pending``, whose first step yielded ``waits_on``: what ``await`` would do from there."""
     while True:
         try:
@@ -286,7 +206,7 @@ def _resume(
                 return done.value
 
 
-async def _cancellable(pending: Awaitable[object], timer: AttemptTimer) -> object:
+async def cancellable(pending: Awaitable[object], timer: AttemptTimer) -> object:
     inner = asyncio.ensure_future(pending)
     timer.abort = inner
     timer.start()
@@ -313,26 +233,6 @@ def error_text(error: BaseException) -> str:
         return f"{type(error).__name__}: {error}"
 
 
-def success_report(
-    result: JsonValue,
-    spawns: Sequence[SpawnRequest],
-    attempt: int | None,
-    spawn_defaults: Mapping[str, Mapping[str, object]] | None = None,
-) -> SuccessReport:
-    """``{ok: true, result, spawns?, attempt}``; spawns only when non-empty.
-
-    A spawn's options are laid over its binding's class defaults (``spawn_defaults``, ADR-0141).
-    """
-    # J-119
-    outcome: SuccessReport = {"ok": True, "result": result}
-    if spawns:
-        defaults = spawn_defaults or {}
-        outcome["spawns"] = [_spawn_wire(spawn, defaults.get(spawn.binding)) for spawn in spawns]
-    if attempt is not None:
-        outcome["attempt"] = attempt
-    return outcome
-
-
 def failure_report(error: BaseException, attempt: int | None, now_ms: int) -> FailureReport:
     """``{ok: false, error, retry?, attempt}``; a performer's retry signal becomes data."""
     # J-76
@@ -354,7 +254,7 @@ def not_found_report(binding: str, attempt: int | None) -> FailureReport:
     return outcome
 
 
-def _spawn_wire(spawn: SpawnRequest, defaults: Mapping[str, object] | None) -> SpawnWire:
+def spawn_wire(spawn: SpawnRequest, defaults: Mapping[str, object] | None) -> SpawnWire:
     wire: SpawnWire = {"id": spawn.id, "binding": spawn.binding, "payload": spawn.payload}
     options: dict[str, object] = dict(defaults or {})
     for key, value in spawn.options.items():
@@ -369,3 +269,46 @@ def _spawn_wire(spawn: SpawnRequest, defaults: Mapping[str, object] | None) -> S
 def _option_wire(value: object) -> object:
     to_wire = getattr(value, "to_wire", None)  # backoff objects (J-100)
     return to_wire() if callable(to_wire) else value
+
+
+# ---------------------------------------------------------------------- timeouts and expiry (J-74, J-41)
+_LINGERING: Final[set[asyncio.Task[None]]] = set()  # timed-out performers still running (J-74)
+
+
+def on_timeout(
+    delivery: Delivery, shard: ShardRpc, job_id: str, attempt: int | None, timeout_ms: int
+) -> None:
+    """Report the timeout now; the performer's task keeps running and is kept referenced."""
+    # J-74
+    if delivery.task is not None:
+        _LINGERING.add(delivery.task)
+        delivery.task.add_done_callback(_LINGERING.discard)
+    error = TsumugiTimeoutError(job_id, timeout_ms)
+    reporter = asyncio.get_running_loop().create_task(
+        _report_timeout(delivery, shard, job_id, error, attempt)
+    )
+    _LINGERING.add(reporter)
+    reporter.add_done_callback(_LINGERING.discard)
+
+
+async def _report_timeout(
+    delivery: Delivery, shard: ShardRpc, job_id: str, error: TsumugiTimeoutError, attempt: int | None
+) -> None:
+    try:
+        delivery.ack()
+        outcome = failure_report(error, attempt, delivery.batch.clock.now())
+        if delivery.trace is not None:
+            delivery.trace.end(outcome, delivery.batch.clock.now(), error)
+        await delivery.batch.report(shard, job_id, outcome)
+    finally:
+        delivery.settle()
+
+
+async def expire(delivery: Delivery, shard: ShardRpc, job_id: str) -> None:
+    """The job is past ``expiresAt``: the shard cancels it, and the message is acked without a run."""
+    try:
+        await shard.expire(job_id)
+    except Exception:
+        # The tick cancels expired SCHEDULED jobs itself if this call is lost (J-41).
+        delivery.batch.log.error("tsumugi: expire failed (%s)", job_id, exc_info=True)
+    delivery.ack()

@@ -9,39 +9,40 @@ binding per batch. Attempt timeouts and heartbeat waits run on the injected cloc
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import CoroutineType
 from typing import Final, cast
 
 from tsumugi import telemetry
 from tsumugi.client import SHARD_NAMESPACE, env_binding
 from tsumugi.clock import Clock, SystemClock
 from tsumugi.core.defaults import DEFAULT_TIMEOUT_MS  # J-110: when a dispatch message carries no timeoutMs
+from tsumugi.core.json_types import JsonValue
 from tsumugi.core.wire_format import parse_job_id, shard_name_of, validate_local_id
-from tsumugi.errors import InvalidPayloadError, ResultNotJsonError, TsumugiTimeoutError
+from tsumugi.errors import InvalidPayloadError, ResultNotJsonError
 from tsumugi.execution.attempt import (
     HEARTBEAT_WAIT_MS,
     AttemptHeartbeat,
     AttemptTimer,
-    Performs,
+    cancellable,
+    expire,
     failure_report,
-    has_perform,
     not_found_report,
-    perform,
-    success_report,
+    on_timeout,
+    resume,
+    spawn_wire,
 )
-from tsumugi.execution.messages import AttemptReport, DispatchMessage
+from tsumugi.execution.messages import AttemptReport, DispatchMessage, SuccessReport
 from tsumugi.logging import jobs_log, log_event
 from tsumugi.payloads import PerformerTypes, dump_result, types_of
-from tsumugi.performer import JobContext, Performer
+from tsumugi.performer import HeartbeatResult, JobContext, Performer, Performs, SpawnRequest, has_perform
 from tsumugi.ports import PerformerResolver, QueueMessage, ShardNamespace, ShardRpc
 
-__all__ = ["DEFAULT_TIMEOUT_MS", "handle_batch"]
+__all__ = ["DEFAULT_TIMEOUT_MS", "Delivery", "handle_batch", "perform", "success_report"]
 
 _log: Final = logging.getLogger("tsumugi")
-
-
-_LINGERING: Final[set[asyncio.Task[None]]] = set()  # timed-out performers still running (J-74)
 
 
 class _Resolved:
@@ -61,22 +62,6 @@ class _Resolved:
 
 class _Batch:
     """What every message of one batch shares: the shard namespace, the clock, resolved performers."""
-
-    __slots__ = (
-        "all_settled",
-        "clock",
-        "env",
-        "heartbeat_wait_ms",
-        "log",
-        "log_starts",
-        "namespace",
-        "pending",
-        "performer_types",
-        "performers",
-        "resolver",
-        "shards",
-        "spawn_defaults",
-    )
 
     def __init__(
         self,
@@ -130,11 +115,18 @@ class _Batch:
         self.shards[job_id[:colon_at]] = stub
         return stub
 
+    async def report(self, shard: ShardRpc, job_id: str, outcome: AttemptReport) -> None:
+        try:
+            await shard.report(job_id, outcome)
+        except Exception:
+            # J-118: a lost report leaves the job in flight until the reaper acts; never rethrown.
+            self.log.error("tsumugi: report failed (%s)", job_id, exc_info=True)
 
-class _Delivery:
+
+class Delivery:
     """One message of a batch; settled once it is acked and its report (if any) was sent."""
 
-    __slots__ = ("batch", "message", "settled", "task", "trace")
+    __slots__ = ("batch", "heartbeat", "message", "settled", "task", "timer", "trace")
 
     def __init__(self, message: QueueMessage, batch: _Batch) -> None:
         self.message = message
@@ -142,6 +134,14 @@ class _Delivery:
         self.settled = False
         self.task: asyncio.Task[None] | None = None
         self.trace: telemetry.AttemptTrace | None = None  # ADR-0143: set only when telemetry is on
+        self.timer: AttemptTimer | None = None  # made once perform waits (ADR-0165)
+        self.heartbeat: AttemptHeartbeat | None = None  # made on the performer's first heartbeat
+
+    def current_timer(self) -> AttemptTimer | None:
+        return self.timer
+
+    def timed_out(self) -> bool:
+        return self.timer is not None and self.timer.fired
 
     def ack(self) -> None:
         try:
@@ -191,7 +191,7 @@ async def handle_batch(
         performer_types or {},
     )
     loop = asyncio.get_running_loop()
-    deliveries = [_Delivery(message, batch) for message in messages]
+    deliveries = [Delivery(message, batch) for message in messages]
     for delivery in deliveries:
         delivery.task = loop.create_task(_guarded(delivery))
     try:
@@ -203,7 +203,7 @@ async def handle_batch(
         raise
 
 
-async def _guarded(delivery: _Delivery) -> None:
+async def _guarded(delivery: Delivery) -> None:
     try:
         await _handle_one(delivery)
     except Exception:
@@ -213,7 +213,7 @@ async def _guarded(delivery: _Delivery) -> None:
         delivery.settle()
 
 
-async def _handle_one(delivery: _Delivery) -> None:
+async def _handle_one(delivery: Delivery) -> None:
     batch = delivery.batch
     body = delivery.message.body
     # A dict, nearly always: the type check spares the ABC check.
@@ -231,20 +231,20 @@ async def _handle_one(delivery: _Delivery) -> None:
     attempt = message.get("attempt")
     expires_at = message.get("expiresAt")
     if expires_at is not None and batch.clock.now() >= expires_at:
-        await _expire(delivery, shard, job_id)  # J-41: expired jobs never start
+        await expire(delivery, shard, job_id)  # J-41: expired jobs never start
         return
     if message.get("claimRequired"):
         try:
             won = await shard.claim(job_id)  # J-107
         except Exception as error:
             delivery.ack()  # the performer did not run; the claim failure is the attempt's failure
-            await _report(shard, job_id, failure_report(error, attempt, batch.clock.now()), batch)
+            await batch.report(shard, job_id, failure_report(error, attempt, batch.clock.now()))
             return
         if not won:
             delivery.ack()  # a duplicate delivery lost the claim: no run, no report
             return
         if expires_at is not None and batch.clock.now() >= expires_at:
-            await _expire(delivery, shard, job_id)  # J-41: checked again after the claim
+            await expire(delivery, shard, job_id)  # J-41: checked again after the claim
             return
     binding = message.get("binding") or parse_job_id(job_id).binding
     if telemetry.active is not None:
@@ -260,11 +260,11 @@ async def _handle_one(delivery: _Delivery) -> None:
     delivery.ack()  # J-118: ack before report
     if delivery.trace is not None:
         delivery.trace.end(outcome, batch.clock.now())
-    await _report(shard, job_id, outcome, batch)
+    await batch.report(shard, job_id, outcome)
 
 
 async def _run(
-    delivery: _Delivery,
+    delivery: Delivery,
     resolved: _Resolved,
     binding: str,
     body: DispatchMessage,
@@ -281,35 +281,47 @@ async def _run(
             batch.log.warning("tsumugi: perform failed (%s): %s", job_id, error)
             return failure_report(error, attempt, batch.clock.now())  # an ordinary failure, retried
     timeout_ms = body.get("timeoutMs")
-    if timeout_ms is None:
-        timeout_ms = DEFAULT_TIMEOUT_MS
-    timer = None
-    if timeout_ms > 0:
-        timer = AttemptTimer(
-            timeout_ms, batch.clock, lambda: _on_timeout(delivery, shard, job_id, attempt, timeout_ms)
+    limit_ms: int = DEFAULT_TIMEOUT_MS if timeout_ms is None else timeout_ms
+
+    def new_timer() -> AttemptTimer:  # only once perform waits (ADR-0165)
+        timer = delivery.timer = AttemptTimer(
+            limit_ms, batch.clock, lambda: on_timeout(delivery, shard, job_id, attempt, limit_ms)
         )
-    heartbeat = AttemptHeartbeat(
-        shard, job_id, attempt, batch.clock, batch.log, timer, wait_ms=batch.heartbeat_wait_ms
-    )
+        return timer
+
+    async def heartbeat(progress: object = None) -> HeartbeatResult:  # made on the first call
+        if delivery.heartbeat is None:
+            delivery.heartbeat = AttemptHeartbeat(
+                shard,
+                job_id,
+                attempt,
+                batch.clock,
+                batch.log,
+                delivery.current_timer,
+                batch.heartbeat_wait_ms,
+            )
+        return await delivery.heartbeat(progress)
+
     ctx = JobContext(
         job_id=job_id,
         attempt=attempt if isinstance(attempt, int) else 1,
-        deadline_at=batch.clock.now() + timeout_ms,  # fixed for the attempt (J-68)
+        deadline_at=batch.clock.now() + limit_ms,  # fixed for the attempt (J-68)
         heartbeat=heartbeat,
         traceparent=body.get("traceparent"),
         clock=batch.clock,  # J-75: remaining_ms() on the same clock as deadline_at
     )
     if batch.log_starts:
         log_event(jobs_log, logging.INFO, "job started", binding=binding, job=job_id, attempt=ctx.attempt)
-    pending = perform(resolved.performer, payload, ctx, timer, cancel_on_timeout=resolved.cancel_on_timeout)
+    timing = new_timer if limit_ms > 0 else None
+    pending = perform(resolved.performer, payload, ctx, timing, cancel_on_timeout=resolved.cancel_on_timeout)
     try:
         result = await (pending if delivery.trace is None else delivery.trace.run(pending))
     except Exception as error:
-        if timer is not None and timer.fired:
+        if delivery.timed_out():
             return None  # J-74: a late outcome is discarded
         batch.log.warning("tsumugi: perform failed (%s)", job_id, exc_info=error)
         return failure_report(error, attempt, batch.clock.now())
-    if timer is not None and timer.fired:
+    if delivery.timed_out():
         return None
     stored = None  # most performers return nothing: nothing to convert
     if result is not None:
@@ -321,47 +333,66 @@ async def _run(
     return success_report(stored, ctx.spawns, attempt, batch.spawn_defaults)
 
 
-def _on_timeout(
-    delivery: _Delivery, shard: ShardRpc, job_id: str, attempt: int | None, timeout_ms: int
-) -> None:
-    """report the timeout now; the performer's task keeps running and is kept referenced."""
+# ---------------------------------------------------------------------- perform and its report (J-74, J-119)
+async def perform(
+    performer: Performs,
+    payload: object,
+    ctx: JobContext,
+    new_timer: Callable[[], AttemptTimer] | None,
+    *,
+    cancel_on_timeout: bool = False,
+) -> object:
+    """Run ``performer.perform`` in the calling task, with a timer made by ``new_timer`` once it waits.
+
+    A perform that settles without waiting makes no timer (ADR-0165). The timer does not stop the
+    performer: when it fires, its callback reports the timeout and the caller discards what this later
+    returns or raises. With ``cancel_on_timeout`` the coroutine runs in a task of its own, which the
+    timer cancels (ADR-0141); this then returns None, discarded like any late outcome.
+    """
     # J-74
-    if delivery.task is not None:
-        _LINGERING.add(delivery.task)
-        delivery.task.add_done_callback(_LINGERING.discard)
-    error = TsumugiTimeoutError(job_id, timeout_ms)
-    reporter = asyncio.get_running_loop().create_task(
-        _report_timeout(delivery, shard, job_id, error, attempt)
-    )
-    _LINGERING.add(reporter)
-    reporter.add_done_callback(_LINGERING.discard)
-
-
-async def _report_timeout(
-    delivery: _Delivery, shard: ShardRpc, job_id: str, error: TsumugiTimeoutError, attempt: int | None
-) -> None:
+    pending = performer.perform(payload, ctx)
+    if not inspect.isawaitable(pending):
+        return pending  # a synchronous perform (J-60) has already settled
+    if new_timer is None:
+        return await pending  # timeout_ms <= 0 disables the consumer-side timer (J-74)
+    if cancel_on_timeout:
+        return await cancellable(pending, new_timer())
+    if type(pending) is CoroutineType:
+        # ADR-0159: run the coroutine's first step here; one that finishes in it (most do) never arms the
+        # timer. Its deadline is the attempt's, counted from before the call, as if armed before it.
+        try:
+            waits_on = pending.send(None)
+        except StopIteration as done:
+            return done.value
+        timer = new_timer()
+        timer.start(ctx.deadline_at)
+        try:
+            return await resume(pending, waits_on)
+        finally:
+            timer.cancel()
+    timer = new_timer()
+    timer.start()
     try:
-        delivery.ack()
-        outcome = failure_report(error, attempt, delivery.batch.clock.now())
-        if delivery.trace is not None:
-            delivery.trace.end(outcome, delivery.batch.clock.now(), error)
-        await _report(shard, job_id, outcome, delivery.batch)
+        return await pending
     finally:
-        delivery.settle()
+        timer.cancel()
 
 
-async def _expire(delivery: _Delivery, shard: ShardRpc, job_id: str) -> None:
-    try:
-        await shard.expire(job_id)
-    except Exception:
-        # The tick cancels expired SCHEDULED jobs itself if this call is lost (J-41).
-        delivery.batch.log.error("tsumugi: expire failed (%s)", job_id, exc_info=True)
-    delivery.ack()
+def success_report(
+    result: JsonValue,
+    spawns: Sequence[SpawnRequest],
+    attempt: int | None,
+    spawn_defaults: Mapping[str, Mapping[str, object]] | None = None,
+) -> SuccessReport:
+    """``{ok: true, result, spawns?, attempt}``; spawns only when non-empty.
 
-
-async def _report(shard: ShardRpc, job_id: str, outcome: AttemptReport, batch: _Batch) -> None:
-    try:
-        await shard.report(job_id, outcome)
-    except Exception:
-        # J-118: a lost report leaves the job in flight until the reaper acts; never rethrown.
-        batch.log.error("tsumugi: report failed (%s)", job_id, exc_info=True)
+    A spawn's options are laid over its binding's class defaults (``spawn_defaults``, ADR-0141).
+    """
+    # J-119
+    outcome: SuccessReport = {"ok": True, "result": result}
+    if spawns:
+        defaults = spawn_defaults or {}
+        outcome["spawns"] = [spawn_wire(spawn, defaults.get(spawn.binding)) for spawn in spawns]
+    if attempt is not None:
+        outcome["attempt"] = attempt
+    return outcome

@@ -8,8 +8,7 @@ from typing import Final, Required, TypedDict
 
 from tsumugi.clock import Clock, FixedClock, SystemClock
 from tsumugi.core.defaults import DEFAULT_TIMEOUT_MS
-from tsumugi.execution.attempt import Performs
-from tsumugi.performer import HeartbeatResult, JobContext
+from tsumugi.performer import HeartbeatResult, JobContext, Performs
 
 __all__ = [
     "DEFAULT_TEST_JOB_ID",

@@ -6,8 +6,8 @@ import inspect
 from collections.abc import Callable
 
 from tsumugi.client import env_binding
-from tsumugi.execution.attempt import HEARTBEAT_MIN_INTERVAL_MS, has_perform
-from tsumugi.performer import JobContext
+from tsumugi.execution.attempt import HEARTBEAT_MIN_INTERVAL_MS
+from tsumugi.performer import JobContext, has_perform
 from tsumugi.ports import PerformerResolver
 from tsumugi.testing.chaos.injector import Injector
 from tsumugi.testing.chaos.sim_clock import SimulatedClock
