@@ -231,7 +231,7 @@ class Tsumugi(AppSettings):
             return self._inputs.shape(item)
         types = self._inputs.any_json.get(binding)
         if types is None or "payload" not in item:
-            return item if binding in self._inputs.untouched else self._inputs.shape(item)
+            return self._inputs.shape(item) if binding in self._inputs.shaped else item
         try:
             return {**item, "payload": to_json(item["payload"])}
         except Mismatch as mismatch:

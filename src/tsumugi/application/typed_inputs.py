@@ -5,8 +5,8 @@ against its payload type and replaced by the JSON stored for it; the performer's
 options fill the options the input leaves unset. Inputs of bindings with neither types nor defaults pass
 through untouched, so the plain enqueue fast path (ADR-0120) stays what it was.
 
-``untouched`` and ``any_json`` name the bindings whose inputs need no shape, or only their payload made
-JSON (a payload typed ``object``): ``Tsumugi.enqueue`` shapes those itself, with no call into this module.
+``shaped`` names the bindings whose inputs change at all, and ``any_json`` those whose payload is only
+made JSON (a payload typed ``object``): ``Tsumugi.enqueue`` handles the rest, and those, itself.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class TypedInputs:
         self._shapes: dict[str, _Shape] = {}
         self.types: dict[type, PerformerTypes] = {}  # per class, for the consumer (ADR-0140)
         self.any_json: dict[str, PerformerTypes] = {}  # payload typed ``object``, no class defaults
-        untouched: list[str] = []  # neither types nor defaults: inputs pass as they are
+        self.shaped = self._shapes.keys()  # the bindings whose inputs change; any other passes as it is
         for binding, cls in performers.items():
             self._bindings_of.setdefault(cls, []).append(binding)
             types = self.types[cls] = types_of(cls)
@@ -64,9 +64,6 @@ class TypedInputs:
                 self._shapes[binding] = _Shape(binding, types, defaults)
                 if types.takes_any_json and not defaults:
                     self.any_json[binding] = types
-            else:
-                untouched.append(binding)
-        self.untouched: frozenset[str] = frozenset(untouched)
 
     def binding_of(self, performer: type) -> str:
         """The binding a performer class is registered under."""
