@@ -15,10 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-from starlette.requests import Request
-from starlette.responses import Response
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tsumugi.api.shapes import CreateJobRequest
 from tsumugi.clock import Clock, SystemClock
@@ -26,6 +23,10 @@ from tsumugi.core.defaults import DEFAULT_FAILED_RETENTION_MS  # ADR-0157: said 
 from tsumugi.core.enqueue_keys import EnqueueOutcome
 from tsumugi.core.json_types import JsonMapping, JsonObject, JsonValue
 from tsumugi.ports import ShardNamespace, SqlDatabase
+
+if TYPE_CHECKING:  # only named in annotations: a runtime that serves no HTTP never loads starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
 
 # ADR-0139: the env binding through which a runtime offers ``RuntimeGauges``; only the local runtime binds it.
 RUNTIME_GAUGES_BINDING = "TSUMUGI_PROMETHEUS"
