@@ -28,28 +28,12 @@ from pathlib import Path
 
 import peers
 
-from tsumugi.client import shard_for
-from tsumugi.runtimes.local.runtime import LocalRuntime
-
-
-async def drain(state: Path, jobs: int, policy: str) -> None:
-    """The worker: start the runtime, lift the pause, return once every job is COMPLETED."""
-    tsumugi = peers.app(policy)
-    async with LocalRuntime(tsumugi, state, exports={"Noop": peers.Noop}, cron=False) as runtime:
-        await shard_for(runtime.env, "Noop").reset_policy(tsumugi.static_settings("Noop"))
-        watch = peers.DrainWatch(state / "shards" / "Noop%230.sqlite3")
-        try:
-            while not watch.done(jobs):
-                await asyncio.sleep(peers.POLL_S)
-        finally:
-            watch.close()
-
 
 def counted(jobs: int, policy: str) -> int:
     """Instructions of one worker process draining ``jobs`` waiting jobs."""
     with tempfile.TemporaryDirectory(prefix="drain-instructions-") as tmp:
         state = Path(tmp) / "state"
-        asyncio.run(peers.tsumugi_backlog(state, jobs, policy))
+        asyncio.run(peers.tsumugi_backlog(state, jobs, policy))  # behind a pause, as in the peers
         command = [
             "valgrind",
             "--tool=callgrind",
@@ -60,11 +44,12 @@ def counted(jobs: int, policy: str) -> int:
             str(state),
             str(jobs),
             policy,
+            str(Path(tmp) / "done"),
         ]
-        done = subprocess.run(command, capture_output=True, text=True, check=True)
-    found = re.search(r"Collected : (\d+)", done.stderr)
+        finished = subprocess.run(command, capture_output=True, text=True, check=True)
+    found = re.search(r"Collected : (\d+)", finished.stderr)
     if found is None:
-        raise RuntimeError(f"valgrind printed no count: {done.stderr[-2000:]}")
+        raise RuntimeError(f"valgrind printed no count: {finished.stderr[-2000:]}")
     return int(found.group(1))
 
 
@@ -72,14 +57,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=2_000)
     parser.add_argument("--policy", choices=("default", "wide"), default="default")
-    parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        state, jobs, policy = args.worker
-        asyncio.run(drain(Path(state), int(jobs), policy))
+        state, jobs, policy, done = args.worker  # the peers' worker: it lifts the pause and drains
+        asyncio.run(peers.tsumugi_worker(Path(state), int(jobs), policy, Path(done), enqueue=False))
         return
     if shutil.which("valgrind") is None:
         sys.exit("drain_instructions: valgrind is not installed (apt-get install valgrind)")
+    peers.compile_package()
     small, large = args.jobs, 3 * args.jobs
     low, high = counted(small, args.policy), counted(large, args.policy)
     per_job = (high - low) / (large - small)

@@ -178,6 +178,15 @@ async def tsumugi_worker(state: Path, jobs: int, policy: str, done: Path, enqueu
         os.replace(partial, done)
 
 
+def compile_package() -> None:
+    """Compile Tsumugi's bytecode, so its workers start as an installed package does.
+
+    pip compiled Huey's when it installed it; an editable checkout run with PYTHONDONTWRITEBYTECODE set
+    would compile every module of Tsumugi afresh in each worker (a fifth of a second, charged to its drain).
+    """
+    compileall.compile_dir(Path(tsumugi.__file__).parent, quiet=1)
+
+
 def tsumugi_drain(jobs: int, policy: str, enqueue: bool = False) -> Drain:
     with tempfile.TemporaryDirectory(prefix="peers-tsumugi-") as tmp:
         state, done = Path(tmp) / "state", Path(tmp) / "done"
@@ -272,10 +281,7 @@ def main() -> None:
         asyncio.run(tsumugi_worker(Path(state), int(jobs), policy, Path(done), enqueue == "1"))
         return
 
-    # Both workers start from compiled bytecode, as an installed package does: pip compiled Huey's when it
-    # installed it, while an editable checkout run with PYTHONDONTWRITEBYTECODE set would compile every
-    # module of Tsumugi afresh in each worker (a fifth of a second, charged to its drain).
-    compileall.compile_dir(Path(tsumugi.__file__).parent, quiet=1)
+    compile_package()
     systems: dict[str, Callable[[], Drain]] = {
         "huey": lambda: huey_drain(args.jobs),
         "huey -q (no per-task log lines)": lambda: huey_drain(args.jobs, quiet=True),

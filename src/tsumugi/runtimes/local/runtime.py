@@ -252,9 +252,6 @@ def _check_writable(state_dir: Path) -> None:
         ) from error
 
 
-_frozen = False
-
-
 def _freeze_startup_objects() -> None:
     """Once per process, move every object alive when the first runtime starts out of the collector's way.
 
@@ -262,7 +259,5 @@ def _freeze_startup_objects() -> None:
     oldest generation, each full collection walks all of them again while jobs run (ADR-0166). Frozen, they
     are never collected: garbage among them stays, which at start is next to none.
     """
-    global _frozen
-    if not _frozen:
-        _frozen = True
+    if gc.get_freeze_count() == 0:  # a later runtime, or a process that froze its own, freezes nothing more
         gc.freeze()

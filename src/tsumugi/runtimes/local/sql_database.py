@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Final
 
 from tsumugi.ports import SqlValue
+from tsumugi.runtimes.local import sqlite_null_binding  # noqa: F401  (None binds as NULL cheaply)
 from tsumugi.runtimes.local.wal_checkpoints import CHECKPOINTS, SAFETY_NET_PAGES, on_disk
 
 # wrangler's ledger table, so the same migration check reads both databases (D-11).

@@ -10,15 +10,8 @@ from typing import Final, TypeVar
 
 from tsumugi.errors import StorageFullError
 from tsumugi.ports import Row, SqlValue
+from tsumugi.runtimes.local import sqlite_null_binding  # noqa: F401  (None binds as NULL cheaply)
 from tsumugi.runtimes.local.wal_checkpoints import CHECKPOINTS, SAFETY_NET_PAGES, on_disk
-
-# ADR-0166: sqlite3 looks for an adapter for every bound value that is not exactly an int, float, str or
-# bytes; for None it finds none, and each miss raises and discards an AttributeError inside the module
-# (a NULL column costs more to bind than a text one). An adapter of None to itself is found at once.
-# An empty dict's ``get`` is a C callable that returns None for any value: nothing changes but the cost.
-_NO_VALUES: Final[dict[None, None]] = {}
-_as_null: Final[Callable[[None], None]] = _NO_VALUES.get
-sqlite3.register_adapter(type(None), _as_null)
 
 T = TypeVar("T")
 
