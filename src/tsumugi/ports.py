@@ -19,7 +19,7 @@ runtime that matches them by shape.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeGuard, TypeVar
 
 from tsumugi.core.json_types import JsonMapping, JsonObject, JsonValue
 
@@ -69,6 +69,24 @@ class DispatchQueue(Protocol):
     # J-161
 
     async def send_batch(self, messages: Sequence[JsonObject]) -> None: ...
+
+
+class EncodedDispatchQueue(DispatchQueue, Protocol):
+    """A dispatch queue that keeps each message as JSON text (the local runtime's, ADR-0167).
+
+    The shard writes that text itself, around the payload's stored JSON, rather than decoding the
+    payload into a message that the queue would encode again.
+    """
+
+    async def send_encoded(self, bodies: Sequence[str]) -> None:
+        """Like ``send_batch``, of messages already encoded as JSON objects."""
+        ...
+
+
+def takes_encoded(queue: DispatchQueue) -> TypeGuard[EncodedDispatchQueue]:
+    """Whether ``queue``'s class defines ``send_encoded``. Only the class is asked: a platform binding
+    may answer any attribute name."""
+    return hasattr(type(queue), "send_encoded")
 
 
 class QueueMessage(Protocol):

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tsumugi.coordinator.shard_tick import dispatch_message
+from tsumugi.coordinator.shard_tick import dispatch_message, dispatch_text
+from tsumugi.core import wire_format
 from tsumugi.errors import PermanentFailure, RetryAfter
 from tsumugi.execution.attempt import failure_report, not_found_report
 from tsumugi.execution.consumer import success_report
@@ -38,6 +39,33 @@ def test_the_shards_dispatch_message_has_the_fields_the_consumer_reads() -> None
     message = dispatch_message(job)  # type: ignore[arg-type]  # a row with only the fields it reads
     assert set(message) == set(DispatchMessage.__annotations__)
     _keys_fit(DispatchMessage, message)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"guarantee": "at-least-once", "timeout_ms": None, "expires_at": 9_000, "traceparent": "00-ab-cd-01"},
+        {"payload": wire_format.dumps({"text": 'quote " backslash \\ tab \t é 😀 \u2028', "n": [1.5, None]})},
+        {"payload": wire_format.dumps("\ud800 lone"), "binding": "Mail_2", "attempts": 4},
+        {"payload": "null", "traceparent": 'odd "trace" \\ é'},
+    ],
+)
+def test_the_dispatch_message_as_text_reads_back_as_the_message(fields: dict[str, Any]) -> None:
+    # J-116: a queue that keeps text gets the same message, written around the stored payload
+    job = {
+        "id": "MAIL#0:job1",
+        "binding": "MAIL",
+        "attempts": 0,
+        "payload": '{"to":"a@example.com"}',
+        "timeout_ms": 30_000,
+        "guarantee": "at-most-once",
+        "expires_at": None,
+        "traceparent": None,
+        **fields,
+    }
+    text = dispatch_text(job)  # type: ignore[arg-type]  # a row with only the fields it reads
+    assert wire_format.loads(text) == dispatch_message(job)  # type: ignore[arg-type]
 
 
 def test_a_success_report_is_ok_result_and_the_optional_spawns_and_attempt() -> None:

@@ -77,3 +77,59 @@ async def test_a_failing_report_fails_only_its_own_caller(namespace: LocalShardN
     assert isinstance(results[1], RuntimeError)
     shard: ReportingShard = namespace.coordinators.coordinator("MAIL#0")
     assert shard.calls == [("report", ["a"]), ("report", ["c"])]
+
+
+class Answers:
+    """What ``report_later`` callers were told, in order."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[str, BaseException | None]] = []
+
+    def to(self, job_id: str) -> Any:
+        return lambda error: self.told.append((job_id, error))
+
+
+async def _turns(n: int = 10) -> None:
+    for _ in range(n):  # loop turns, not time: the group's task takes a few to apply
+        await asyncio.sleep(0)
+
+
+async def test_reports_handed_over_join_the_group_and_each_caller_is_told_once(
+    namespace: LocalShardNamespace,
+) -> None:
+    # ADR-0167: report_later gathers like report; its callers are answered instead of awaited
+    stub = namespace.get("MAIL#0")
+    answers = Answers()
+    assert stub.report_later("a", {"ok": True}, answers.to("a"))
+    assert stub.report_later("b", {"ok": True}, answers.to("b"))
+    await stub.report("c", {"ok": True})
+    await _turns()
+    shard: ReportingShard = namespace.coordinators.coordinator("MAIL#0")
+    assert shard.calls == [("report_many", ["a", "b", "c"])]
+    assert answers.told == [("a", None), ("b", None)]
+
+
+async def test_a_failed_report_handed_over_is_told_its_own_error(namespace: LocalShardNamespace) -> None:
+    stub = namespace.get("MAIL#0")
+    answers = Answers()
+    for job_id in ("a", "bad", "c"):
+        assert stub.report_later(job_id, {}, answers.to(job_id))
+    await _turns()
+    assert [job_id for job_id, _ in answers.told] == ["a", "bad", "c"]
+    assert answers.told[0][1] is None and answers.told[2][1] is None
+    assert isinstance(answers.told[1][1], RuntimeError)
+
+
+async def test_inside_the_shards_own_turn_a_report_is_not_taken_for_later(
+    namespace: LocalShardNamespace,
+) -> None:
+    # a gathered report would wait for the very turn its caller holds
+    stub = namespace.get("MAIL#0")
+    answers = Answers()
+
+    async def in_turn(shard: Any) -> bool:
+        return stub.report_later("a", {}, answers.to("a"))
+
+    assert await namespace.coordinators.call_with("MAIL#0", in_turn) is False
+    await _turns()
+    assert answers.told == []

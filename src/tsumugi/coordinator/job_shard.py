@@ -148,7 +148,7 @@ class JobShard(ShardControls):
         """Plan and send in one transaction, then the drains and the sweep; arm at the earliest wake."""
         ctx = self.ctx
         plan = ctx.transaction(lambda: plan_tick(ctx, now))
-        await shard_tick.send(ctx, plan.messages)
+        await shard_tick.send(ctx, plan)
         wake: list[int | None] = [plan.next_alarm_at]
         rerun = plan.rerun
         try:

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import operator
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
@@ -38,6 +38,7 @@ from tsumugi.core.schedule import (
 )
 from tsumugi.core.states import FAILURE_STATES, JobState
 from tsumugi.logging import jobs_log
+from tsumugi.ports import takes_encoded
 from tsumugi.storage.job_table import JobRow
 from tsumugi.storage.tick_tables import BUCKET, LAST_BLOCKED, Notice
 
@@ -58,6 +59,7 @@ _FAILED: Final = tuple(sorted(FAILURE_STATES))  # ("FAILED", "STALLED"): kept fa
 @dataclass
 class TickPlan:
     messages: list[JsonObject] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)  # the messages as JSON, for a queue that keeps text
     next_alarm_at: int | None = None
     rerun: bool = False
 
@@ -131,8 +133,11 @@ def plan_tick(ctx: ShardContext, now_ms: int) -> TickPlan:
     # J-161: QUEUED before the send. QUEUED changes none of the columns a message, the log line or the
     # queue lag read, so they come from the rows read above, in this transaction.
     queued = to_queued_many(ctx, [rows[job_id] for job_id in dispatches], now_ms)
-    plan.messages = [dispatch_message(job) for job in queued]
-    dispatched = len(plan.messages)
+    if takes_encoded(ctx.queue):
+        plan.texts = [dispatch_text(job) for job in queued]
+    else:
+        plan.messages = [dispatch_message(job) for job in queued]
+    dispatched = len(queued)
     if jobs_log.isEnabledFor(logging.INFO):  # ADR-0145
         lifecycle_log.dispatched(queued)
     plan.rerun = (  # J-163: bounded work left over runs in the next tick, at once
@@ -228,10 +233,33 @@ def dispatch_message(job: JobRow) -> JsonObject:
     }
 
 
+_quote: Final = json.encoder.encode_basestring  # a JSON string, unescaped: as the queue's encoder writes it
+
+
+def dispatch_text(job: JobRow) -> str:
+    """``dispatch_message`` as JSON text, written around the payload's stored JSON, never decoded."""
+    # J-116
+    timeout_ms, expires_at, traceparent = job["timeout_ms"], job["expires_at"], job["traceparent"]
+    return (
+        f'{{"jobId":{_quote(job["id"])},"binding":{_quote(job["binding"])},'
+        f'"attempt":{job["attempts"] + 1},"payload":{job["payload"]},'
+        f'"timeoutMs":{"null" if timeout_ms is None else timeout_ms},'
+        f'"claimRequired":{"true" if job["guarantee"] == "at-most-once" else "false"},'
+        f'"expiresAt":{"null" if expires_at is None else expires_at},'
+        f'"traceparent":{"null" if traceparent is None else _quote(traceparent)}}}'
+    )
+
+
 # ------------------------------------------------------------------ the drains and the sweep (steps 5-8)
-async def send(ctx: ShardContext, messages: Sequence[JsonObject]) -> None:
-    for start in range(0, len(messages), SEND_CHUNK):
-        await ctx.queue.send_batch(messages[start : start + SEND_CHUNK])
+async def send(ctx: ShardContext, plan: TickPlan) -> None:
+    """The tick's messages, at most 100 per call."""
+    # J-161
+    queue = ctx.queue
+    if plan.texts and takes_encoded(queue):
+        for start in range(0, len(plan.texts), SEND_CHUNK):
+            await queue.send_encoded(plan.texts[start : start + SEND_CHUNK])
+    for start in range(0, len(plan.messages), SEND_CHUNK):
+        await queue.send_batch(plan.messages[start : start + SEND_CHUNK])
 
 
 async def project(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:

@@ -13,7 +13,7 @@ import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from types import CoroutineType
-from typing import Final, cast
+from typing import Final, Protocol, cast
 
 from tsumugi import telemetry
 from tsumugi.client import SHARD_NAMESPACE, env_binding
@@ -43,6 +43,24 @@ from tsumugi.ports import PerformerResolver, QueueMessage, ShardNamespace, Shard
 __all__ = ["DEFAULT_TIMEOUT_MS", "Delivery", "handle_batch", "perform", "success_report"]
 
 _log: Final = logging.getLogger("tsumugi")
+
+
+class ReportsLater(Protocol):
+    """A shard stub that can take a report without its caller waiting (a local shard's, ADR-0167).
+
+    ``report_later`` returns False, taking nothing, when the report must be sent with ``report``.
+    ``answer`` is told exactly once: None once the report was applied, else why it was not.
+    """
+
+    def report_later(
+        self, job_id: str, outcome: AttemptReport, answer: Callable[[BaseException | None], None]
+    ) -> bool: ...
+
+
+def _reports_later(shard: ShardRpc) -> ReportsLater | None:
+    """``shard`` when its class defines ``report_later``. A Durable Object stub answers any attribute
+    name (as a remote call), so only the class is asked, never the stub."""
+    return cast("ReportsLater", shard) if hasattr(type(shard), "report_later") else None
 
 
 class _Resolved:
@@ -82,6 +100,7 @@ class _Batch:
         self.heartbeat_wait_ms = heartbeat_wait_ms
         self.performers: dict[str, _Resolved | None] = {}
         self.shards: dict[str, ShardRpc] = {}  # a job id's text before its local id -> its shard's stub
+        self.later: dict[int, ReportsLater | None] = {}  # id() of a stub in ``shards`` -> it, if it takes
         self.spawn_defaults = spawn_defaults
         self.performer_types = performer_types
         self.pending = pending
@@ -122,15 +141,26 @@ class _Batch:
             # J-118: a lost report leaves the job in flight until the reaper acts; never rethrown.
             self.log.error("tsumugi: report failed (%s)", job_id, exc_info=True)
 
+    def report_later(self, delivery: Delivery, shard: ShardRpc, job_id: str, outcome: AttemptReport) -> bool:
+        """Hand the report to a shard that takes it without a wait; ``delivery`` settles when it is
+        applied. False when the shard does not, or not now: then the caller awaits ``report``."""
+        key = id(shard)
+        if key in self.later:
+            later = self.later[key]
+        else:
+            later = self.later[key] = _reports_later(shard)
+        return later is not None and later.report_later(job_id, outcome, delivery.reported)
+
 
 class Delivery:
     """One message of a batch; settled once it is acked and its report (if any) was sent."""
 
-    __slots__ = ("batch", "heartbeat", "message", "settled", "task", "timer", "trace")
+    __slots__ = ("batch", "heartbeat", "job_id", "message", "settled", "task", "timer", "trace")
 
     def __init__(self, message: QueueMessage, batch: _Batch) -> None:
         self.message = message
         self.batch = batch
+        self.job_id = ""  # the message's job id, once read
         self.settled = False
         self.task: asyncio.Task[None] | None = None
         self.trace: telemetry.AttemptTrace | None = None  # ADR-0143: set only when telemetry is on
@@ -148,6 +178,13 @@ class Delivery:
             self.message.ack()
         except Exception:
             self.batch.log.error("tsumugi: ack failed", exc_info=True)
+
+    def reported(self, error: BaseException | None) -> None:
+        """The shard's answer to a report handed over with ``report_later``: the delivery is settled."""
+        if isinstance(error, Exception):
+            # J-118: a lost report leaves the job in flight until the reaper acts; never rethrown.
+            self.batch.log.error("tsumugi: report failed (%s)", self.job_id, exc_info=error)
+        self.settle()
 
     def settle(self) -> None:
         if self.settled:
@@ -204,16 +241,20 @@ async def handle_batch(
 
 
 async def _guarded(delivery: Delivery) -> None:
+    handed_over = False
     try:
-        await _handle_one(delivery)
+        handed_over = await _handle_one(delivery)
     except Exception:
         delivery.batch.log.error("tsumugi: handleOne rejected", exc_info=True)
         delivery.ack()
     finally:
-        delivery.settle()
+        if not handed_over:
+            delivery.settle()
 
 
-async def _handle_one(delivery: Delivery) -> None:
+async def _handle_one(delivery: Delivery) -> bool:
+    """One message, up to its report; True when the report was handed over and settles the delivery
+    once applied (``report_later``), False when this is done with the delivery."""
     batch = delivery.batch
     body = delivery.message.body
     # A dict, nearly always: the type check spares the ABC check.
@@ -221,31 +262,21 @@ async def _handle_one(delivery: Delivery) -> None:
     if not isinstance(job_id, str):
         batch.log.error("tsumugi: invalid dispatch message: jobId is missing")
         delivery.ack()  # J-117: no report; the reaper recovers the job, if any
-        return
+        return False
     if batch.namespace is None:
         raise LookupError(f"{SHARD_NAMESPACE} is not configured")
     # The shard's message: a mapping with a string jobId (checked above), its other fields as it wrote them,
     # each read where it is used.
     message = cast("DispatchMessage", body)
+    delivery.job_id = job_id
     shard = batch.shard(batch.namespace, job_id)
     attempt = message.get("attempt")
     expires_at = message.get("expiresAt")
     if expires_at is not None and batch.clock.now() >= expires_at:
         await expire(delivery, shard, job_id)  # J-41: expired jobs never start
-        return
-    if message.get("claimRequired"):
-        try:
-            won = await shard.claim(job_id)  # J-107
-        except Exception as error:
-            delivery.ack()  # the performer did not run; the claim failure is the attempt's failure
-            await batch.report(shard, job_id, failure_report(error, attempt, batch.clock.now()))
-            return
-        if not won:
-            delivery.ack()  # a duplicate delivery lost the claim: no run, no report
-            return
-        if expires_at is not None and batch.clock.now() >= expires_at:
-            await expire(delivery, shard, job_id)  # J-41: checked again after the claim
-            return
+        return False
+    if message.get("claimRequired") and not await _claim(delivery, shard, job_id, attempt, expires_at):
+        return False
     binding = message.get("binding") or parse_job_id(job_id).binding
     if telemetry.active is not None:
         delivery.trace = telemetry.active.attempt(message, binding, job_id, batch.clock.now())
@@ -256,11 +287,35 @@ async def _handle_one(delivery: Delivery) -> None:
     else:
         outcome = await _run(delivery, resolved, binding, message, job_id, attempt, shard)
     if outcome is None:
-        return  # timed out: the timer already acked and reported
+        return False  # timed out: the timer already acked and reported
     delivery.ack()  # J-118: ack before report
     if delivery.trace is not None:
         delivery.trace.end(outcome, batch.clock.now())
+    if batch.report_later(delivery, shard, job_id, outcome):
+        return True  # ADR-0167: the task ends here; the shard's answer settles the delivery
     await batch.report(shard, job_id, outcome)
+    return False
+
+
+async def _claim(
+    delivery: Delivery, shard: ShardRpc, job_id: str, attempt: int | None, expires_at: int | None
+) -> bool:
+    """An at-most-once attempt claims its job first; False when it must not run (acked, maybe reported)."""
+    # J-107
+    batch = delivery.batch
+    try:
+        won = await shard.claim(job_id)
+    except Exception as error:
+        delivery.ack()  # the performer did not run; the claim failure is the attempt's failure
+        await batch.report(shard, job_id, failure_report(error, attempt, batch.clock.now()))
+        return False
+    if not won:
+        delivery.ack()  # a duplicate delivery lost the claim: no run, no report
+        return False
+    if expires_at is not None and batch.clock.now() >= expires_at:
+        await expire(delivery, shard, job_id)  # J-41: checked again after the claim
+        return False
+    return True
 
 
 async def _run(

@@ -37,6 +37,11 @@ _SCHEMA = (
 )
 
 
+def _check_size(messages: int) -> None:
+    if messages > SEND_BATCH_LIMIT:
+        raise ValueError(f"sendBatch takes at most {SEND_BATCH_LIMIT} messages, got {messages}")
+
+
 class LeasedMessage(NamedTuple):
     id: int
     body: str
@@ -55,12 +60,16 @@ class DurableQueue:
 
     async def send_batch(self, messages: Sequence[JsonObject]) -> None:
         """Persist ``messages`` (at most 100, like ``Queue.sendBatch``) before returning."""
-        if len(messages) > SEND_BATCH_LIMIT:
-            raise ValueError(f"sendBatch takes at most {SEND_BATCH_LIMIT} messages, got {len(messages)}")
-        if not messages:
+        _check_size(len(messages))
+        await self.send_encoded([_ENCODE(body) for body in messages])
+
+    async def send_encoded(self, bodies: Sequence[str]) -> None:
+        """``send_batch`` of messages already encoded as JSON objects (``ports.EncodedDispatchQueue``)."""
+        _check_size(len(bodies))
+        if not bodies:
             return
         now_ms = self._clock.now()
-        rows = [(_ENCODE(body), now_ms) for body in messages]
+        rows = [(body, now_ms) for body in bodies]
         self._db.transaction(
             lambda: self._db.execute_many("INSERT INTO message (body, visible_at) VALUES (?, ?)", rows)
         )

@@ -7,7 +7,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING
 
 from tsumugi.ports import ShardRpc, rpc_method_names
-from tsumugi.runtimes.local.report_batching import ReportBatcher
+from tsumugi.runtimes.local.report_batching import Answer, ReportBatcher
 from tsumugi.runtimes.local.serial_coordinators import SerialCoordinators
 
 Forwarder = Callable[..., Coroutine[object, object, object]]
@@ -45,9 +45,9 @@ else:
 class SerialShardStub(SerialStub, _ShardSurface):
     """A Durable Object stub for one job shard: every RPC waits its turn on the shard's lock (ADR-0050).
 
-    Only ``report`` is written here; every other ``ShardRpc`` method is a plain serialised call,
-    installed from the protocol below the class (the same call ``SerialStub`` makes, without building it
-    on each access: these stubs carry the engine's hot path).
+    Only ``report`` and ``report_later`` are written here; every other ``ShardRpc`` method is a plain
+    serialised call, installed from the protocol below the class (the same call ``SerialStub`` makes,
+    without building it on each access: these stubs carry the engine's hot path).
     """
 
     __slots__ = ("_reports",)
@@ -59,6 +59,12 @@ class SerialShardStub(SerialStub, _ShardSurface):
     async def report(self, job_id: str, outcome: Mapping[str, object]) -> None:
         """Applied together with the reports that arrive while the shard is busy (ADR-0106)."""
         await self._reports.report(job_id, outcome)
+
+    def report_later(self, job_id: str, outcome: Mapping[str, object], answer: Answer) -> bool:
+        """``report`` for a caller that does not wait: ``answer`` is told once it was applied (ADR-0167).
+
+        False, taking nothing, from inside the shard's own turn: ``report`` then."""
+        return self._reports.report_later(job_id, outcome, answer)
 
 
 def _serialised(method: str) -> Forwarder:
