@@ -48,7 +48,7 @@ def run_row(snapshot: Mapping[str, object]) -> tuple[SqlValue, ...]:
     """Bind values for one run snapshot; ``input`` is JSON text (a ``null`` input is the text ``null``)."""
     values: dict[str, object] = dict(snapshot)
     values["input"] = json_text(snapshot.get("input")) or "null"
-    return tuple(sql_value(values.get(column)) for column in RUN_COLUMNS)
+    return _bound(values, RUN_COLUMNS)
 
 
 def run_node_row(snapshot: Mapping[str, object]) -> tuple[SqlValue, ...]:
@@ -58,7 +58,19 @@ def run_node_row(snapshot: Mapping[str, object]) -> tuple[SqlValue, ...]:
     values["after"] = json_text(snapshot.get("after")) or "[]"
     values["result"] = json_text(snapshot.get("result"))
     values["container"] = 1 if snapshot.get("container") else 0
-    return tuple(sql_value(values.get(column)) for column in RUN_NODE_COLUMNS)
+    return _bound(values, RUN_NODE_COLUMNS)
+
+
+_SCALARS: Final = frozenset({str, int, float, type(None)})  # bound as they are (a bool is not one)
+
+
+def _bound(values: Mapping[str, object], columns: tuple[str, ...]) -> tuple[SqlValue, ...]:
+    """``values`` of ``columns`` as bound parameters: as they are when all are SQL scalars (nearly
+    always: one check in C), else each through ``sql_value``."""
+    row = tuple(map(values.get, columns))
+    if _SCALARS.issuperset(map(type, row)):
+        return row  # type: ignore[return-value]  # every value's type was just checked
+    return tuple(sql_value(value) for value in row)
 
 
 def run_node_wait_row(snapshot: Mapping[str, object]) -> tuple[SqlValue, ...]:

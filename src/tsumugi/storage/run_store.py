@@ -234,7 +234,9 @@ class RunStore:
             chunk = moved[start : start + per_statement]
             marks = ", ".join("?" * len(chunk))
             self.sql.execute(
-                f"UPDATE node SET state = ?, updated_at = ? WHERE state = ? AND id IN ({marks})",
+                # "+state": the ids pick the rows through the primary key; the state index would walk
+                # every node still in ``expected`` for each statement (quadratic in a wide fan-out).
+                f"UPDATE node SET state = ?, updated_at = ? WHERE +state = ? AND id IN ({marks})",
                 [state, now_ms, expected, *chunk],
             )
         for node_id in moved:

@@ -29,6 +29,7 @@ from tsumugi.core.states import IN_FLIGHT_STATES
 from tsumugi.ports import SqlExecutor
 from tsumugi.storage.job_table import (
     JOB_SELECT,
+    MAX_BOUND_PARAMS,
     JobRow,
     RowExpression,
     chunks,
@@ -368,7 +369,7 @@ class EventOutbox:
         return [(integer(s), str(r), _object(wire_format.loads(str(e)))) for s, r, e in rows]
 
     def delete_run_events(self, seqs: list[int]) -> None:
-        self.sql.execute_many("DELETE FROM run_notify WHERE seq = ?", ((s,) for s in seqs))
+        _delete_seqs(self.sql, "run_notify", seqs)
 
     def add_notice(self, target: str, notice_id: str, payload: JsonObject, traceparent: str | None) -> None:
         self.sql.execute(
@@ -392,4 +393,14 @@ class EventOutbox:
         ]
 
     def delete_notices(self, seqs: list[int]) -> None:
-        self.sql.execute_many("DELETE FROM notice WHERE seq = ?", ((s,) for s in seqs))
+        _delete_seqs(self.sql, "notice", seqs)
+
+
+def _delete_seqs(sql: SqlExecutor, table: str, seqs: list[int]) -> None:
+    """Delete rows of an outbox table by ``seq``, one statement per chunk of ids.
+
+    The drains run outside a transaction: a statement per row committed each row on its own.
+    """
+    for start in range(0, len(seqs), MAX_BOUND_PARAMS):
+        part = seqs[start : start + MAX_BOUND_PARAMS]
+        sql.execute(f"DELETE FROM {table} WHERE seq IN ({', '.join('?' * len(part))})", part)

@@ -41,6 +41,20 @@ class NodeView:
     trigger: str = "success"
     waiting: bool = False  # ADR-0147: a sleep or wait-for-event node
 
+    def with_state(self, state: str) -> NodeView:
+        """This node in ``state``: ``dataclasses.replace`` without its per-call field walk."""
+        return NodeView(
+            self.id,
+            state,
+            self.container,
+            self.subflow,
+            self.parent,
+            self.origin,
+            self.after,
+            self.trigger,
+            self.waiting,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Decision:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Final
 
 from tsumugi.core.flow.advance import FAN_OUT_ORIGIN, Decision, NodeView, decide, is_node_terminal
@@ -78,7 +78,7 @@ class LiveProgress:
             return
         self._count(node.state, -1)
         self._count(state, 1)
-        self.by_id[node_id] = replace(node, state=state)
+        self.by_id[node_id] = node.with_state(state)
         self._refresh(node_id, was_present=True)
 
     def _count(self, state: str, delta: int) -> None:
