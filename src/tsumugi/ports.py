@@ -19,7 +19,7 @@ runtime that matches them by shape.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Protocol, TypeGuard, TypeVar
+from typing import Protocol, TypeGuard, TypeVar, cast
 
 from tsumugi.core.json_types import JsonMapping, JsonObject, JsonValue
 
@@ -60,6 +60,24 @@ class AlarmPort(Protocol):
     async def set_alarm(self, at_ms: int) -> None: ...
 
     async def delete_alarm(self) -> None: ...
+
+
+class ReportsLater(Protocol):
+    """A shard stub that takes a report without its caller waiting (a local shard's, ADR-0167).
+
+    ``report_later`` returns False, taking nothing, when the report must be sent with ``report``.
+    ``answer`` is told exactly once: None once the report was applied, else why it was not.
+    """
+
+    def report_later(
+        self, job_id: str, outcome: Mapping[str, object], answer: Callable[[BaseException | None], None]
+    ) -> bool: ...
+
+
+def reports_later(shard: ShardRpc) -> ReportsLater | None:
+    """``shard`` when its class defines ``report_later``. A Durable Object stub answers any attribute
+    name (as a remote call), so only the class is asked, never the stub."""
+    return cast("ReportsLater", shard) if hasattr(type(shard), "report_later") else None
 
 
 # --------------------------------------------------------------------------- queue

@@ -18,6 +18,18 @@ from tsumugi.execution.consumer import success_report
 from tsumugi.execution.messages import DispatchMessage, FailureReport, SpawnWire, SuccessReport
 from tsumugi.performer import SpawnRequest
 
+# A shard row with only the fields the dispatch message reads.
+_ROW: dict[str, Any] = {
+    "id": "MAIL#0:job1",
+    "binding": "MAIL",
+    "attempts": 0,
+    "payload": '{"to":"a@example.com"}',
+    "timeout_ms": 30_000,
+    "guarantee": "at-most-once",
+    "expires_at": None,
+    "traceparent": None,
+}
+
 
 def _keys_fit(shape: Any, value: dict[str, Any]) -> None:
     assert set(value) <= set(shape.__annotations__), (shape.__name__, set(value))
@@ -26,17 +38,8 @@ def _keys_fit(shape: Any, value: dict[str, Any]) -> None:
 
 def test_the_shards_dispatch_message_has_the_fields_the_consumer_reads() -> None:
     # J-116
-    job = {
-        "id": "MAIL#0:job1",
-        "binding": "MAIL",
-        "attempts": 0,
-        "payload": '{"to":"a@example.com"}',
-        "timeout_ms": 30_000,
-        "guarantee": "at-most-once",
-        "expires_at": None,
-        "traceparent": None,
-    }
-    message = dispatch_message(job)  # type: ignore[arg-type]  # a row with only the fields it reads
+    job = dict(_ROW)
+    message = dispatch_message(job)  # type: ignore[arg-type]
     assert set(message) == set(DispatchMessage.__annotations__)
     _keys_fit(DispatchMessage, message)
 
@@ -53,18 +56,8 @@ def test_the_shards_dispatch_message_has_the_fields_the_consumer_reads() -> None
 )
 def test_the_dispatch_message_as_text_reads_back_as_the_message(fields: dict[str, Any]) -> None:
     # J-116: a queue that keeps text gets the same message, written around the stored payload
-    job = {
-        "id": "MAIL#0:job1",
-        "binding": "MAIL",
-        "attempts": 0,
-        "payload": '{"to":"a@example.com"}',
-        "timeout_ms": 30_000,
-        "guarantee": "at-most-once",
-        "expires_at": None,
-        "traceparent": None,
-        **fields,
-    }
-    text = dispatch_text(job)  # type: ignore[arg-type]  # a row with only the fields it reads
+    job = {**_ROW, **fields}
+    text = dispatch_text(job)  # type: ignore[arg-type]
     assert wire_format.loads(text) == dispatch_message(job)  # type: ignore[arg-type]
 
 

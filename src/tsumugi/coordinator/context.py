@@ -23,6 +23,7 @@ from tsumugi.core.policy import ShardSettings, settings_from_wire
 from tsumugi.core.schedules import ScheduleDef, fingerprint
 from tsumugi.ports import AlarmPort, DispatchQueue, ReadModelWriter, RunNamespace, ShardNamespace, SqlExecutor
 from tsumugi.storage.attempt_log import AttemptLog
+from tsumugi.storage.event_outbox import EventOutbox
 from tsumugi.storage.job_lookups import JobLookups
 from tsumugi.storage.job_table import JobStore
 from tsumugi.storage.read_model_writer import ProjectionOutbox
@@ -36,7 +37,6 @@ from tsumugi.storage.tick_tables import (
     PINNED,
     SETTINGS,
     STATIC_SETTINGS,
-    EventOutbox,
     LaneQueries,
     SettingStore,
     UniqueKeys,

@@ -36,9 +36,11 @@ __all__ = [
     "AttemptHeartbeat",
     "AttemptTimer",
     "cancellable",
+    "claim",
     "error_text",
     "expire",
     "failure_report",
+    "heartbeat_of",
     "not_found_report",
     "on_timeout",
     "resume",
@@ -312,3 +314,42 @@ async def expire(delivery: Delivery, shard: ShardRpc, job_id: str) -> None:
         # The tick cancels expired SCHEDULED jobs itself if this call is lost (J-41).
         delivery.batch.log.error("tsumugi: expire failed (%s)", job_id, exc_info=True)
     delivery.ack()
+
+
+async def claim(
+    delivery: Delivery, shard: ShardRpc, job_id: str, attempt: int | None, expires_at: int | None
+) -> bool:
+    """An at-most-once attempt claims its job first; False when it must not run (acked, maybe reported)."""
+    # J-107
+    batch = delivery.batch
+    try:
+        won = await shard.claim(job_id)
+    except Exception as error:
+        delivery.ack()  # the performer did not run; the claim failure is the attempt's failure
+        await batch.report(shard, job_id, failure_report(error, attempt, batch.clock.now()))
+        return False
+    if not won:
+        delivery.ack()  # a duplicate delivery lost the claim: no run, no report
+        return False
+    if expires_at is not None and batch.clock.now() >= expires_at:
+        await expire(delivery, shard, job_id)  # J-41: checked again after the claim
+        return False
+    return True
+
+
+async def heartbeat_of(
+    delivery: Delivery, shard: ShardRpc, job_id: str, attempt: int | None, progress: object = None
+) -> HeartbeatResult:
+    """``ctx.heartbeat`` (bound with ``functools.partial``): the throttle is made on the first call."""
+    if delivery.heartbeat is None:
+        batch = delivery.batch
+        delivery.heartbeat = AttemptHeartbeat(
+            shard,
+            job_id,
+            attempt,
+            batch.clock,
+            batch.log,
+            delivery.current_timer,
+            batch.heartbeat_wait_ms,
+        )
+    return await delivery.heartbeat(progress)

@@ -9,11 +9,12 @@ binding per batch. Attempt timeouts and heartbeat waits run on the injected cloc
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from types import CoroutineType
-from typing import Final, Protocol, cast
+from typing import Final, cast
 
 from tsumugi import telemetry
 from tsumugi.client import SHARD_NAMESPACE, env_binding
@@ -27,8 +28,10 @@ from tsumugi.execution.attempt import (
     AttemptHeartbeat,
     AttemptTimer,
     cancellable,
+    claim,
     expire,
     failure_report,
+    heartbeat_of,
     not_found_report,
     on_timeout,
     resume,
@@ -37,30 +40,12 @@ from tsumugi.execution.attempt import (
 from tsumugi.execution.messages import AttemptReport, DispatchMessage, SuccessReport
 from tsumugi.logging import jobs_log, log_event
 from tsumugi.payloads import PerformerTypes, dump_result, types_of
-from tsumugi.performer import HeartbeatResult, JobContext, Performer, Performs, SpawnRequest, has_perform
-from tsumugi.ports import PerformerResolver, QueueMessage, ShardNamespace, ShardRpc
+from tsumugi.performer import JobContext, Performer, Performs, SpawnRequest, has_perform
+from tsumugi.ports import PerformerResolver, QueueMessage, ShardNamespace, ShardRpc, reports_later
 
 __all__ = ["DEFAULT_TIMEOUT_MS", "Delivery", "handle_batch", "perform", "success_report"]
 
 _log: Final = logging.getLogger("tsumugi")
-
-
-class ReportsLater(Protocol):
-    """A shard stub that can take a report without its caller waiting (a local shard's, ADR-0167).
-
-    ``report_later`` returns False, taking nothing, when the report must be sent with ``report``.
-    ``answer`` is told exactly once: None once the report was applied, else why it was not.
-    """
-
-    def report_later(
-        self, job_id: str, outcome: AttemptReport, answer: Callable[[BaseException | None], None]
-    ) -> bool: ...
-
-
-def _reports_later(shard: ShardRpc) -> ReportsLater | None:
-    """``shard`` when its class defines ``report_later``. A Durable Object stub answers any attribute
-    name (as a remote call), so only the class is asked, never the stub."""
-    return cast("ReportsLater", shard) if hasattr(type(shard), "report_later") else None
 
 
 class _Resolved:
@@ -100,7 +85,6 @@ class _Batch:
         self.heartbeat_wait_ms = heartbeat_wait_ms
         self.performers: dict[str, _Resolved | None] = {}
         self.shards: dict[str, ShardRpc] = {}  # a job id's text before its local id -> its shard's stub
-        self.later: dict[int, ReportsLater | None] = {}  # id() of a stub in ``shards`` -> it, if it takes
         self.spawn_defaults = spawn_defaults
         self.performer_types = performer_types
         self.pending = pending
@@ -144,11 +128,7 @@ class _Batch:
     def report_later(self, delivery: Delivery, shard: ShardRpc, job_id: str, outcome: AttemptReport) -> bool:
         """Hand the report to a shard that takes it without a wait; ``delivery`` settles when it is
         applied. False when the shard does not, or not now: then the caller awaits ``report``."""
-        key = id(shard)
-        if key in self.later:
-            later = self.later[key]
-        else:
-            later = self.later[key] = _reports_later(shard)
+        later = reports_later(shard)
         return later is not None and later.report_later(job_id, outcome, delivery.reported)
 
 
@@ -275,7 +255,7 @@ async def _handle_one(delivery: Delivery) -> bool:
     if expires_at is not None and batch.clock.now() >= expires_at:
         await expire(delivery, shard, job_id)  # J-41: expired jobs never start
         return False
-    if message.get("claimRequired") and not await _claim(delivery, shard, job_id, attempt, expires_at):
+    if message.get("claimRequired") and not await claim(delivery, shard, job_id, attempt, expires_at):
         return False
     binding = message.get("binding") or parse_job_id(job_id).binding
     if telemetry.active is not None:
@@ -295,27 +275,6 @@ async def _handle_one(delivery: Delivery) -> bool:
         return True  # ADR-0167: the task ends here; the shard's answer settles the delivery
     await batch.report(shard, job_id, outcome)
     return False
-
-
-async def _claim(
-    delivery: Delivery, shard: ShardRpc, job_id: str, attempt: int | None, expires_at: int | None
-) -> bool:
-    """An at-most-once attempt claims its job first; False when it must not run (acked, maybe reported)."""
-    # J-107
-    batch = delivery.batch
-    try:
-        won = await shard.claim(job_id)
-    except Exception as error:
-        delivery.ack()  # the performer did not run; the claim failure is the attempt's failure
-        await batch.report(shard, job_id, failure_report(error, attempt, batch.clock.now()))
-        return False
-    if not won:
-        delivery.ack()  # a duplicate delivery lost the claim: no run, no report
-        return False
-    if expires_at is not None and batch.clock.now() >= expires_at:
-        await expire(delivery, shard, job_id)  # J-41: checked again after the claim
-        return False
-    return True
 
 
 async def _run(
@@ -344,24 +303,11 @@ async def _run(
         )
         return timer
 
-    async def heartbeat(progress: object = None) -> HeartbeatResult:  # made on the first call
-        if delivery.heartbeat is None:
-            delivery.heartbeat = AttemptHeartbeat(
-                shard,
-                job_id,
-                attempt,
-                batch.clock,
-                batch.log,
-                delivery.current_timer,
-                batch.heartbeat_wait_ms,
-            )
-        return await delivery.heartbeat(progress)
-
     ctx = JobContext(
         job_id=job_id,
         attempt=attempt if isinstance(attempt, int) else 1,
         deadline_at=batch.clock.now() + limit_ms,  # fixed for the attempt (J-68)
-        heartbeat=heartbeat,
+        heartbeat=functools.partial(heartbeat_of, delivery, shard, job_id, attempt),  # made on first use
         traceparent=body.get("traceparent"),
         clock=batch.clock,  # J-75: remaining_ms() on the same clock as deadline_at
     )

@@ -1,5 +1,5 @@
 """What a shard's alarm tick reads and writes beside single job rows: the job lanes, the settings and
-token buckets, the run and notice outboxes, and the unique keys it sweeps.
+token buckets, and the unique keys it sweeps.
 
 The lanes (ADR-0043) are index-served reads of ``job``: ready merge, waiting, in flight, finished. Every
 query is a range over ``job_lane`` (or ``job_key_in_flight``), so a tick reads what it uses plus one row
@@ -10,17 +10,16 @@ functions of the lane values name every one, so no SQL is written outside ``stor
 
 ``setting`` and ``key_bucket`` keep the settings in force, the pin, what last blocked dispatch and the
 token buckets. ``unique_key`` keeps one row per live key, swept as it ages; a reservation lives
-independently of its job's lifecycle, by design. ``run_notify`` (run notifications) and ``notice`` are
-filled in the same transaction as the terminal transition and drained by the tick, deleted only after
-delivery succeeded (at-least-once). The debounce and throttle keys are in ``enqueue_key_tables``.
+independently of its job's lifecycle, by design. The run and notice outboxes are in ``event_outbox``,
+the debounce and throttle keys in ``enqueue_key_tables``.
 """
-# J-111, J-149, J-170, J-33, F-45, J-180b, ADR-0149, ADR-0150
+# J-111, J-149, J-170, J-33, ADR-0149, ADR-0150
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Final, NamedTuple, NotRequired, TypeAlias, TypedDict
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Final
 
 from tsumugi.core import wire_format
 from tsumugi.core.json_types import JsonObject, JsonValue
@@ -29,7 +28,6 @@ from tsumugi.core.states import IN_FLIGHT_STATES
 from tsumugi.ports import SqlExecutor
 from tsumugi.storage.job_table import (
     JOB_SELECT,
-    MAX_BOUND_PARAMS,
     JobRow,
     RowExpression,
     chunks,
@@ -308,99 +306,3 @@ class UniqueKeys:
             "SELECT job_id FROM unique_key WHERE key = ? AND expires_at > ?", (key, now_ms)
         )
         return str(rows[0][0]) if rows else None
-
-
-# ---------------------------------------------------------------------- events for runs and notices
-class RunJobEvent(TypedDict):
-    """What a run learns of its node's job when the job settles (``RunRpc.notify``)."""
-
-    # F-45
-
-    nodeId: str | None
-    jobId: str
-    state: str
-    result: str | None  # the stored result JSON text
-    error: str | None
-    spawns: NotRequired[Sequence[object]]  # F-55: the spawn requests of a completed attempt
-
-
-RunEvent: TypeAlias = tuple[str, RunJobEvent]  # (run id, event)
-
-
-def _object(value: object) -> JsonObject:
-    """A stored event or payload: written from a dict, so it reads back as one."""
-    if not isinstance(value, dict):
-        raise TypeError(f"expected a JSON object, read {type(value).__name__}")
-    return value
-
-
-class Notice(NamedTuple):
-    """A notice job waiting to be enqueued at its target; it keeps the job's traceparent."""
-
-    # J-180b, J-40
-
-    seq: int
-    target: str
-    notice_id: str
-    payload: JsonObject
-    traceparent: str | None
-
-
-class EventOutbox:
-    def __init__(self, sql: SqlExecutor) -> None:
-        self.sql = sql
-
-    def add_run_event(self, run_id: str, event: RunJobEvent) -> None:
-        self.sql.execute(
-            "INSERT INTO run_notify (run_id, event) VALUES (?, ?)", (run_id, wire_format.dumps(event))
-        )
-
-    def add_run_events(self, events: list[RunEvent]) -> None:
-        """``add_run_event`` for many events, in order: one ``executemany``."""
-        if events:
-            self.sql.execute_many(
-                "INSERT INTO run_notify (run_id, event) VALUES (?, ?)",
-                [(run_id, wire_format.dumps(event)) for run_id, event in events],
-            )
-
-    def run_events(self, limit: int) -> list[tuple[int, str, JsonObject]]:
-        """The oldest events as ``(seq, run id, event)``, each as it reached JSON and came back."""
-        rows = self.sql.execute("SELECT seq, run_id, event FROM run_notify ORDER BY seq LIMIT ?", (limit,))
-        return [(integer(s), str(r), _object(wire_format.loads(str(e)))) for s, r, e in rows]
-
-    def delete_run_events(self, seqs: list[int]) -> None:
-        _delete_seqs(self.sql, "run_notify", seqs)
-
-    def add_notice(self, target: str, notice_id: str, payload: JsonObject, traceparent: str | None) -> None:
-        self.sql.execute(
-            "INSERT INTO notice (target, notice_id, payload, traceparent) VALUES (?, ?, ?, ?)",
-            (target, notice_id, wire_format.dumps(payload), traceparent),
-        )
-
-    def notices(self, limit: int) -> list[Notice]:
-        rows = self.sql.execute(
-            "SELECT seq, target, notice_id, payload, traceparent FROM notice ORDER BY seq LIMIT ?", (limit,)
-        )
-        return [
-            Notice(
-                integer(s),
-                str(t),
-                str(i),
-                _object(wire_format.loads(str(p))),
-                None if tp is None else str(tp),
-            )
-            for s, t, i, p, tp in rows
-        ]
-
-    def delete_notices(self, seqs: list[int]) -> None:
-        _delete_seqs(self.sql, "notice", seqs)
-
-
-def _delete_seqs(sql: SqlExecutor, table: str, seqs: list[int]) -> None:
-    """Delete rows of an outbox table by ``seq``, one statement per chunk of ids.
-
-    The drains run outside a transaction: a statement per row committed each row on its own.
-    """
-    for start in range(0, len(seqs), MAX_BOUND_PARAMS):
-        part = seqs[start : start + MAX_BOUND_PARAMS]
-        sql.execute(f"DELETE FROM {table} WHERE seq IN ({', '.join('?' * len(part))})", part)
