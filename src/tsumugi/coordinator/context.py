@@ -9,7 +9,7 @@ of a coordinator are modules of functions (or small classes) over its context.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import ClassVar, Final, Protocol, TypeVar
 
@@ -29,7 +29,7 @@ from tsumugi.storage.job_table import JobStore
 from tsumugi.storage.read_model_writer import ProjectionOutbox
 from tsumugi.storage.run_outbox import RunOutbox
 from tsumugi.storage.run_schema import ensure_run_schema
-from tsumugi.storage.run_store import RunStore, node_snapshot, run_snapshot
+from tsumugi.storage.run_store import RunStore, run_snapshot
 from tsumugi.storage.run_waits import RunWaitStore
 from tsumugi.storage.schedule_store import ScheduleStore
 from tsumugi.storage.shard_schema import ensure_shard_schema
@@ -315,12 +315,16 @@ class RunContext(CoordinatorContext):
     def snapshot_run(self) -> None:
         run = self.store.run()
         if run is not None:
-            self.outbox.append("run", run.id, run_snapshot(run, self.store.counters()))
+            self.outbox.append_run(run.id, run_snapshot(run, self.store.counters()))
 
-    def snapshot_nodes(self, node_ids: Sequence[str] | set[str]) -> None:
-        """Outbox snapshots of the named nodes only, in node order (ADR-0115)."""
-        nodes = self.store.nodes_by_id(set(node_ids))
-        self.outbox.append_many("node", ((node.id, node_snapshot(self.name, node)) for node in nodes))
+    def record_changes(self, node_ids: Iterable[str] = ()) -> None:
+        """Queue the changed nodes, then the run's snapshot, for projection.
+
+        Nodes first: the run's snapshot comes after them in the outbox, so a reader that sees its
+        counters move sees those nodes moved too (ADR-0168).
+        """
+        self.outbox.mark_nodes(node_ids)
+        self.snapshot_run()
 
 
 class SchedulerContext(CoordinatorContext):

@@ -128,8 +128,7 @@ class RunCoordinator:
             )
             nodes = [static_row(entry, index, now) for index, entry in enumerate(shape)]
             ctx.store.insert_nodes(nodes)
-            ctx.snapshot_run()
-            ctx.snapshot_nodes({str(node["id"]) for node in nodes})
+            ctx.record_changes(str(node["id"]) for node in nodes)
             return {"id": ctx.name, "created": True}
 
         outcome = ctx.transaction(create)
@@ -169,8 +168,7 @@ class RunCoordinator:
                 touched |= self._apply_event(event, node, now, settled)
             ctx.store.settle_nodes(list(settled.values()), now)
             if touched:
-                ctx.snapshot_run()
-                ctx.snapshot_nodes(touched)
+                ctx.record_changes(touched)
             return True
 
         if ctx.transaction(record):
@@ -214,8 +212,7 @@ class RunCoordinator:
                 return False
             error = f"child run failed: {child_run_id}" if state == "FAILED" else None
             ctx.store.update_node(node_id, now, state=state, error=error)
-            ctx.snapshot_run()
-            ctx.snapshot_nodes({node_id})
+            ctx.record_changes([node_id])
             return True
 
         if ctx.transaction(record):
@@ -276,8 +273,7 @@ class RunCoordinator:
                 reset.add(node.id)
             deadline_at = None if run.deadline_ms is None else now + run.deadline_ms  # F-75
             ctx.store.update_run(now, state="RUNNING", parent_notified=0, expired=0, deadline_at=deadline_at)
-            ctx.snapshot_run()
-            ctx.snapshot_nodes(reset)
+            ctx.record_changes(reset)
             return DONE
 
         outcome = ctx.transaction(resume)
@@ -293,8 +289,7 @@ class RunCoordinator:
             return GONE.to_wire()
 
         def snapshot(node_id: str) -> None:
-            ctx.snapshot_run()
-            ctx.snapshot_nodes({node_id})
+            ctx.record_changes([node_id])
 
         outcome = ctx.transaction(lambda: take_event(ctx.store, ctx.waits, event, payload, now, snapshot))
         if outcome.get("state") == "COMPLETED":

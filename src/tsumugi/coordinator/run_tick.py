@@ -11,6 +11,7 @@ from tsumugi.coordinator.context import RunContext
 from tsumugi.coordinator.run_decisions import DecisionApplier, TickWork
 from tsumugi.coordinator.run_waits import wake_due
 from tsumugi.core.flow.advance import Decision, DecisionType
+from tsumugi.storage.run_outbox import PROJECT_BATCH
 from tsumugi.storage.run_store import DONE_STATES, NodeRow, RunRow, RunStore
 from tsumugi.telemetry import NodeRecord, RunRecord
 
@@ -191,29 +192,24 @@ class RunTick:
         # F-35 step 6
         if state != run.state:
             self.ctx.store.update_run(self.now, state=state)
-            self.ctx.snapshot_run()
-        elif work.touched or run.expired != loaded.expired:
-            self.ctx.snapshot_run()
-        if work.touched:
-            self.ctx.snapshot_nodes(work.touched)
+        if state != run.state or work.touched or run.expired != loaded.expired:
+            self.ctx.record_changes(work.touched)
 
     async def _project(self) -> bool:
         """Project the outbox into the read model; True when a full batch went out (more may be waiting)."""
         # F-35 step 7
-        rows = self.ctx.outbox.read()
-        if not rows:
+        batch = self.ctx.outbox.pending(self.ctx.name)
+        if not batch.rows:
             return False
         if self.ctx.read_model is not None:
-            runs = [{**r.snapshot, "seq": r.seq} for r in rows if r.kind == "run"]
-            nodes = [{**r.snapshot, "seq": r.seq} for r in rows if r.kind == "node"]
             # Nodes first: a reader that sees the run settled sees its nodes settled too, even where the
             # two writes land apart (D1, or the local writer thread, ADR-0152).
-            if nodes:
-                await self.ctx.read_model.upsert_run_nodes(nodes)
-            if runs:
-                await self.ctx.read_model.upsert_runs(runs)
-        self.ctx.outbox.delete_through(rows[-1].seq)
-        return len(rows) >= 200
+            if batch.nodes:
+                await self.ctx.read_model.upsert_run_nodes(batch.nodes)
+            if batch.runs:
+                await self.ctx.read_model.upsert_runs(batch.runs)
+        self.ctx.outbox.delete_through(batch.last_seq)
+        return batch.rows >= PROJECT_BATCH
 
     async def _notify_parent(self) -> bool:
         """tell the parent once the run is terminal; False when that call failed."""

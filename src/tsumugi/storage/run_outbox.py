@@ -1,48 +1,83 @@
-"""The run's outbox: snapshots written with each change, projected later."""
+"""The run's outbox: what changed, waiting to be projected into the read model.
+
+The run's own changes are kept as snapshots taken in the same transaction. A node's change is only a mark:
+its snapshot is read from the node row when the mark is projected, which is the same or a newer state
+(ADR-0168). Rows are projected in ``seq`` order and deleted once the read model has them.
+"""
+# F-25, F-35 step 7, F-84
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Final, NamedTuple
+from dataclasses import dataclass, field
+from typing import Final
 
 from tsumugi.core import wire_format
 from tsumugi.core.json_types import JsonObject
 from tsumugi.ports import SqlExecutor
+from tsumugi.storage.run_store import NODE_COLUMNS, NodeRow, node_snapshot
 
-ROWS_PER_INSERT: Final = 25  # 4 bound parameters a row; Durable Object SQL binds at most 100
+MARKS_PER_INSERT: Final = 100  # one bound parameter a mark; Durable Object SQL binds at most 100
 PROJECT_BATCH: Final = 200  # F-35 step 7: rows projected per tick; a longer backlog re-arms at once
+# A node mark leaves the snapshot column empty. Node rows an earlier version wrote carry a snapshot there;
+# they are projected from the node row too, like any mark.
+_PENDING: Final = (
+    "SELECT o.seq, o.kind, o.snapshot, "
+    + ", ".join(f"n.{column}" for column in NODE_COLUMNS)
+    + " FROM run_outbox o LEFT JOIN node n ON o.kind = 'node' AND n.id = o.target ORDER BY o.seq LIMIT ?"
+)
+_NODE_AT: Final = 3  # where the node's columns start in a _PENDING row
 
 
-class OutboxRow(NamedTuple):
-    seq: int
-    kind: str  # "run" | "node"
-    snapshot: JsonObject
+@dataclass(slots=True)
+class PendingProjection:
+    """The oldest outbox rows as read-model snapshots, each carrying its row's ``seq``.
+
+    Only the newest snapshot of each node and of the run in the batch is kept: the read model would
+    apply the older ones and then overwrite them. ``last_seq`` is the batch's last row (0 for an empty
+    outbox), and ``rows`` how many rows the batch took.
+    """
+
+    runs: list[JsonObject] = field(default_factory=list)
+    nodes: list[JsonObject] = field(default_factory=list)
+    last_seq: int = 0
+    rows: int = 0
 
 
 class RunOutbox:
     def __init__(self, sql: SqlExecutor) -> None:
         self.sql = sql
 
-    def append(self, kind: str, target: str, snapshot: Mapping[str, object]) -> None:
+    def append_run(self, run_id: str, snapshot: Mapping[str, object]) -> None:
+        """The run's snapshot as it is now: its counters must match the node marks written before it."""
         self.sql.execute(
-            "INSERT INTO run_outbox (kind, target, snapshot) VALUES (?, ?, ?)",
-            [kind, target, wire_format.dumps(snapshot)],
+            "INSERT INTO run_outbox (kind, target, snapshot) VALUES ('run', ?, ?)",
+            [run_id, wire_format.dumps(snapshot)],
         )
 
-    def append_many(self, kind: str, snapshots: Iterable[tuple[str, Mapping[str, object]]]) -> None:
-        """``append`` for each ``(target, snapshot)`` in order, several rows per statement."""
-        values = [(kind, target, wire_format.dumps(snapshot)) for target, snapshot in snapshots]
-        for start in range(0, len(values), ROWS_PER_INSERT):
-            chunk = values[start : start + ROWS_PER_INSERT]
-            rows = ", ".join(["(?, ?, ?)"] * len(chunk))
-            self.sql.execute(
-                f"INSERT INTO run_outbox (kind, target, snapshot) VALUES {rows}",
-                [value for row in chunk for value in row],
-            )
+    def mark_nodes(self, node_ids: Iterable[str]) -> None:
+        """Queue the nodes for projection, many marks per statement."""
+        marks = list(dict.fromkeys(node_ids))
+        for start in range(0, len(marks), MARKS_PER_INSERT):
+            chunk = marks[start : start + MARKS_PER_INSERT]
+            rows = ", ".join(["('node', ?, '')"] * len(chunk))
+            self.sql.execute(f"INSERT INTO run_outbox (kind, target, snapshot) VALUES {rows}", chunk)
 
-    def read(self, limit: int = PROJECT_BATCH) -> list[OutboxRow]:
-        rows = self.sql.execute("SELECT seq, kind, snapshot FROM run_outbox ORDER BY seq LIMIT ?", [limit])
-        return [OutboxRow(int(r[0] or 0), str(r[1]), wire_format.loads(str(r[2]))) for r in rows]
+    def pending(self, run_id: str, limit: int = PROJECT_BATCH) -> PendingProjection:
+        """The oldest ``limit`` rows as snapshots, nodes read from their rows in the same statement."""
+        batch = PendingProjection()
+        nodes: dict[str, JsonObject] = {}
+        for row in self.sql.execute(_PENDING, [limit]):
+            seq = int(row[0] or 0)
+            batch.last_seq, batch.rows = seq, batch.rows + 1
+            if row[1] == "run":  # the newest of the run's snapshots stands for the older ones
+                batch.runs = [{**wire_format.loads(str(row[2])), "seq": seq}]
+            elif row[_NODE_AT] is not None:  # a node is only ever gone with its whole run (the sweep)
+                node = NodeRow(*row[_NODE_AT:])  # type: ignore[arg-type]
+                nodes.pop(node.id, None)  # the newest mark stands for the older ones
+                nodes[node.id] = {**node_snapshot(run_id, node), "seq": seq}
+        batch.nodes = list(nodes.values())
+        return batch
 
     def delete_through(self, seq: int) -> None:
         self.sql.execute("DELETE FROM run_outbox WHERE seq <= ?", [seq])
