@@ -272,6 +272,7 @@ class RunContext(CoordinatorContext):
     def forget(self) -> None:
         """Drop the in-memory progress: after a rollback or a failed tick, storage is the truth (ADR-0115)."""
         self.store.forget()
+        self.outbox.forget()
 
     def has_storage(self) -> bool:
         """Prepare the schema when there is storage; False means no run was ever created."""

@@ -240,6 +240,7 @@ class RunTick:
         if run.updated_at + self._retention_ms(run.state) > self.now:
             return False
         self.ctx.store.delete_everything()
+        self.ctx.forget()
         await self.ctx.alarm_port.delete_alarm()
         return True
 

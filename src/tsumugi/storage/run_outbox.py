@@ -22,11 +22,11 @@ PROJECT_BATCH: Final = 200  # F-35 step 7: rows projected per tick; a longer bac
 # A node mark leaves the snapshot column empty. Node rows an earlier version wrote carry a snapshot there;
 # they are projected from the node row too, like any mark.
 _PENDING: Final = (
-    "SELECT o.seq, o.kind, o.snapshot, "
+    "SELECT o.seq, o.kind, o.snapshot, o.target, "
     + ", ".join(f"n.{column}" for column in NODE_COLUMNS)
     + " FROM run_outbox o LEFT JOIN node n ON o.kind = 'node' AND n.id = o.target ORDER BY o.seq LIMIT ?"
 )
-_NODE_AT: Final = 3  # where the node's columns start in a _PENDING row
+_NODE_AT: Final = 4  # where the node's columns start in a _PENDING row
 
 
 @dataclass(slots=True)
@@ -45,8 +45,19 @@ class PendingProjection:
 
 
 class RunOutbox:
+    """The ``run_outbox`` table, and which nodes already have a mark there no projection has taken.
+
+    A node marked again before its waiting mark is projected needs no second mark: the projection reads
+    the row as it is by then. What is known of the waiting marks is read from storage once, and read again
+    after ``forget`` (a rollback, or a failed tick).
+    """
+
     def __init__(self, sql: SqlExecutor) -> None:
         self.sql = sql
+        self._waiting: set[str] | None = None
+
+    def forget(self) -> None:
+        self._waiting = None
 
     def append_run(self, run_id: str, snapshot: Mapping[str, object]) -> None:
         """The run's snapshot as it is now: its counters must match the node marks written before it."""
@@ -56,23 +67,31 @@ class RunOutbox:
         )
 
     def mark_nodes(self, node_ids: Iterable[str]) -> None:
-        """Queue the nodes for projection, many marks per statement."""
-        marks = list(dict.fromkeys(node_ids))
+        """Queue the nodes for projection, many marks per statement; a node already waiting is skipped."""
+        waiting = self._waiting_marks()
+        marks = [node_id for node_id in dict.fromkeys(node_ids) if node_id not in waiting]
         for start in range(0, len(marks), MARKS_PER_INSERT):
             chunk = marks[start : start + MARKS_PER_INSERT]
             rows = ", ".join(["('node', ?, '')"] * len(chunk))
             self.sql.execute(f"INSERT INTO run_outbox (kind, target, snapshot) VALUES {rows}", chunk)
+            waiting.update(chunk)
 
     def pending(self, run_id: str, limit: int = PROJECT_BATCH) -> PendingProjection:
-        """The oldest ``limit`` rows as snapshots, nodes read from their rows in the same statement."""
+        """The oldest ``limit`` rows as snapshots, nodes read from their rows in the same statement.
+
+        The nodes read are no longer waiting: a change after this read needs a mark of its own.
+        """
         batch = PendingProjection()
         nodes: dict[str, JsonObject] = {}
+        waiting = self._waiting_marks()
         for row in self.sql.execute(_PENDING, [limit]):
             seq = int(row[0] or 0)
             batch.last_seq, batch.rows = seq, batch.rows + 1
             if row[1] == "run":  # the newest of the run's snapshots stands for the older ones
                 batch.runs = [{**wire_format.loads(str(row[2])), "seq": seq}]
-            elif row[_NODE_AT] is not None:  # a node is only ever gone with its whole run (the sweep)
+                continue
+            waiting.discard(str(row[3]))
+            if row[_NODE_AT] is not None:  # a node is only ever gone with its whole run (the sweep)
                 node = NodeRow(*row[_NODE_AT:])  # type: ignore[arg-type]
                 nodes.pop(node.id, None)  # the newest mark stands for the older ones
                 nodes[node.id] = {**node_snapshot(run_id, node), "seq": seq}
@@ -84,3 +103,9 @@ class RunOutbox:
 
     def is_empty(self) -> bool:
         return not self.sql.execute("SELECT 1 FROM run_outbox LIMIT 1")
+
+    def _waiting_marks(self) -> set[str]:
+        if self._waiting is None:
+            rows = self.sql.execute("SELECT target FROM run_outbox WHERE kind = 'node'")
+            self._waiting = {str(row[0]) for row in rows}
+        return self._waiting

@@ -64,8 +64,6 @@ class NodeRow:
     on_timeout: str | None
 
 
-# What the node table fills in for a column an insert leaves out (run_schema.NODE_DDL).
-_NODE_DEFAULTS: Final[dict[str, SqlValue]] = {"container": 0, "after": "[]", "trigger": "success"}
 RUN_COLUMNS: Final = tuple(f.name for f in fields(RunRow))
 NODE_COLUMNS: Final = tuple(f.name for f in fields(NodeRow))
 _NODE_SELECT: Final = f"SELECT {', '.join(NODE_COLUMNS)} FROM node"
@@ -77,14 +75,33 @@ def node_view(node: NodeRow) -> NodeView:
     return NodeView(
         node.id,
         node.state,
-        container=bool(node.container),
-        subflow=node.subflow is not None,
-        parent=node.parent,
-        origin=node.origin,
-        after=tuple(wire_format.loads(node.after)),
-        trigger=node.trigger,
-        waiting=node.wait_kind is not None,
+        bool(node.container),
+        node.subflow is not None,
+        node.parent,
+        node.origin,
+        _after(node.after),
+        node.trigger,
+        node.wait_kind is not None,
     )
+
+
+def _inserted_view(values: Mapping[str, SqlValue]) -> NodeView:
+    """``node_view`` of the row ``values`` inserts, with the defaults of the node table (run_schema)."""
+    return NodeView(
+        str(values["id"]),
+        str(values["state"]),
+        bool(values.get("container")),
+        values.get("subflow") is not None,
+        None if (parent := values.get("parent")) is None else str(parent),
+        str(values["origin"]),
+        _after(str(values.get("after", "[]"))),
+        str(values.get("trigger") or "success"),
+        values.get("wait_kind") is not None,
+    )
+
+
+def _after(text: str) -> tuple[str, ...]:
+    return () if text == "[]" else tuple(wire_format.loads(text))  # a child has no edges of its own
 
 
 class RunStore:
@@ -166,21 +183,22 @@ class RunStore:
             if node_id not in live.by_id and node_id not in fresh:
                 fresh[node_id] = values
         batch: list[Mapping[str, SqlValue]] = []
+        names: tuple[str, ...] = ()
         for values in fresh.values():
-            if batch and (list(values) != list(batch[0]) or (len(batch) + 1) * len(values) > MAX_BOUND):
-                self._insert_batch(batch)
+            columns = tuple(values)
+            if batch and (columns != names or (len(batch) + 1) * len(names) > MAX_BOUND):
+                self._insert_batch(names, batch)
                 batch = []
+            names = columns
             batch.append(values)
         if batch:
-            self._insert_batch(batch)
+            self._insert_batch(names, batch)
         for values in fresh.values():
-            node = NodeRow(*(values.get(name, _NODE_DEFAULTS.get(name)) for name in NODE_COLUMNS))  # type: ignore[arg-type]
-            live.add(node.seq, node_view(node))
+            live.add(int(values["seq"] or 0), _inserted_view(values))
         return list(fresh)
 
-    def _insert_batch(self, batch: list[Mapping[str, SqlValue]]) -> None:
+    def _insert_batch(self, names: tuple[str, ...], batch: list[Mapping[str, SqlValue]]) -> None:
         """Rows with the same columns in one statement, within the bound-parameter limit."""
-        names = list(batch[0])
         row = f"({', '.join('?' * len(names))})"
         self.sql.execute(
             f"INSERT INTO node ({', '.join(names)}) VALUES {', '.join([row] * len(batch))}",

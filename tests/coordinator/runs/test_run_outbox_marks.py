@@ -111,3 +111,90 @@ async def test_snapshots_an_earlier_version_left_are_projected_from_the_rows(mak
     assert nodes == {"each": "COMPLETED", "each:0": "COMPLETED"}
     assert summary["state"] == "COMPLETED"
     assert run.ctx.outbox.is_empty()
+
+
+class CountingReadModel(D1ReadModelWriter):
+    def __init__(self, db: SqliteDatabase) -> None:
+        super().__init__(db)
+        self.node_upserts: list[str] = []
+
+    async def upsert_run_nodes(self, snapshots: Any) -> None:
+        self.node_upserts += [str(s["node_id"]) for s in snapshots]
+        await super().upsert_run_nodes(snapshots)
+
+
+async def test_a_node_waiting_for_projection_is_not_marked_again(make_world: Any) -> None:
+    # ADR-0168: a change while the node's mark still waits rides on that mark: one row, one upsert.
+    world, db = world_on_a_read_model(make_world)
+    counting = world.read_model = CountingReadModel(db)
+    run = world.get(RUN)
+    await run.start("WIDE", {"n": 450})
+    await world.settle()
+    # Children past the first tick's 200 projected rows were inserted and scheduled before their one
+    # projection: nobody's PENDING state reaches the read model after its SCHEDULED one, and most
+    # children are upserted once for both.
+    _, nodes = await read_model(db)
+    assert nodes == world.states(RUN)
+    assert len(counting.node_upserts) < 451 + 200
+    for node_id in ("each:0", "each:449"):
+        await world.finish(RUN, node_id)
+    await world.settle()
+    _, nodes = await read_model(db)
+    assert (nodes["each:0"], nodes["each:449"]) == ("COMPLETED", "COMPLETED")
+
+
+async def test_a_mark_rolled_back_is_written_again(make_world: Any) -> None:
+    # ADR-0168: after a rollback the outbox is read from storage again, so no change is lost.
+    world, db = world_on_a_read_model(make_world)
+    run = world.get(RUN)
+    await run.start("WIDE", {"n": 1})
+    await world.settle()
+    ctx = run.ctx
+
+    def marks_then_fails() -> None:
+        ctx.store.update_node("each:0", world.clock.now(), error="first")
+        ctx.record_changes(["each:0"])
+        raise RuntimeError("the write failed")
+
+    try:
+        ctx.transaction(marks_then_fails)
+    except RuntimeError:
+        pass
+    ctx.transaction(
+        lambda: (
+            ctx.store.update_node("each:0", world.clock.now(), error="second"),
+            ctx.record_changes(["each:0"]),
+        )
+    )
+    await ctx.arm(world.clock.now())
+    await world.settle()
+    rows = await db.all("SELECT error FROM run_node WHERE run_id = ? AND node_id = 'each:0'", (RUN,))
+    assert rows[0]["error"] == "second"
+
+
+async def test_a_change_after_its_mark_was_read_gets_a_mark_of_its_own(make_world: Any) -> None:
+    # F-84, ADR-0168: the projection has read the node; a change made then is projected by a later batch.
+    world, db = world_on_a_read_model(make_world)
+    run = world.get(RUN)
+    await run.start("WIDE", {"n": 1})
+    await world.settle()
+    ctx = run.ctx
+    ctx.transaction(
+        lambda: (
+            ctx.store.update_node("each:0", world.clock.now(), error="read"),
+            ctx.record_changes(["each:0"]),
+        )
+    )
+    batch = ctx.outbox.pending(RUN)
+    assert [n["error"] for n in batch.nodes] == ["read"]
+    ctx.transaction(
+        lambda: (
+            ctx.store.update_node("each:0", world.clock.now(), error="after"),
+            ctx.record_changes(["each:0"]),
+        )
+    )
+    ctx.outbox.delete_through(batch.last_seq)  # the first batch went out
+    await ctx.arm(world.clock.now())
+    await world.settle()
+    rows = await db.all("SELECT error FROM run_node WHERE run_id = ? AND node_id = 'each:0'", (RUN,))
+    assert rows[0]["error"] == "after"
