@@ -7,7 +7,7 @@ written at once; starts reserve their job id and are collected, then enqueued to
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
@@ -93,6 +93,20 @@ class DecisionApplier:
         self, decision: Decision, cancelling: bool, expired: bool, node: NodeRow | None = None
     ) -> None:
         """Apply one decision; ``node`` is the decided node's row when the caller has just read it."""
+        if decision.type is not DecisionType.CANCEL:
+            self.apply_at_once(decision, node)
+            return
+        node = node or self.store.node(decision.id)
+        if node is not None:
+            await self._cancel(node, cancelling, expired)
+
+    def apply_all(self, decisions: Sequence[Decision], rows: Mapping[str, NodeRow]) -> None:
+        """``apply_at_once`` for each decision, with its node's row from ``rows`` where it is there."""
+        for decision in decisions:
+            self.apply_at_once(decision, rows.get(decision.id))
+
+    def apply_at_once(self, decision: Decision, node: NodeRow | None = None) -> None:
+        """``apply`` for any decision but a cancellation, the one that waits for another coordinator."""
         node = node or self.store.node(decision.id)
         if node is None:
             return
@@ -108,10 +122,10 @@ class DecisionApplier:
                 self._start_job(node)
             case DecisionType.START_RUN:
                 self._start_run(node)
-            case DecisionType.CANCEL:
-                await self._cancel(node, cancelling, expired)
             case DecisionType.WAIT:
                 self._start_wait(node)
+            case DecisionType.CANCEL:
+                raise ValueError("a cancellation is applied by apply(), not at once")
 
     # ------------------------------------------------------------------ helpers
     def _write(self, node_id: str, **values: SqlValue) -> None:

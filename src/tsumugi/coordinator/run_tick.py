@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Final
 
@@ -12,7 +13,7 @@ from tsumugi.coordinator.run_decisions import DecisionApplier, TickWork
 from tsumugi.coordinator.run_waits import wake_due
 from tsumugi.core.flow.advance import Decision, DecisionType
 from tsumugi.storage.run_outbox import PROJECT_BATCH
-from tsumugi.storage.run_store import DONE_STATES, NodeRow, RunRow, RunStore
+from tsumugi.storage.run_store import DONE_STATES, RunRow, RunStore
 from tsumugi.telemetry import NodeRecord, RunRecord
 
 log = logging.getLogger("tsumugi.run")
@@ -117,7 +118,9 @@ class RunTick:
         """ADR-0147: due sleeps complete and due event waits time out, unless the run is halting."""
         run = self.ctx.store.run()
         if run is not None and run.state == "RUNNING" and not (run.cancelling or run.expired):
-            wake_due(self.ctx.store, self.ctx.waits, self.now, work.touched)
+            self.ctx.transaction(
+                functools.partial(wake_due, self.ctx.store, self.ctx.waits, self.now, work.touched)
+            )
 
     async def _decide(self, applier: DecisionApplier, handled: set[tuple[str, str]]) -> bool:
         """Decide what every node does next; True when some decisions wait for the next tick."""
@@ -128,34 +131,33 @@ class RunTick:
             run, fresh = self.decisions(MAX_DECISIONS - applied + 1, handled)
             if not fresh:
                 return False
-            rows = self._rows_for(fresh[: MAX_DECISIONS - applied])
-            for decision in fresh:
-                if applied >= MAX_DECISIONS:
-                    return True
-                handled.add((decision.type.value, decision.id))
-                applied += 1
-                await applier.apply(decision, bool(run.cancelling), bool(run.expired), rows.get(decision.id))
+            batch = fresh[: MAX_DECISIONS - applied]
+            handled.update((decision.type.value, decision.id) for decision in batch)
+            applied += len(batch)
+            if any(d.type is DecisionType.CANCEL for d in batch):
+                # Only a cancellation awaits another coordinator mid-round, letting events change nodes:
+                # each decision reads its node afresh.
+                for decision in batch:
+                    await applier.apply(decision, bool(run.cancelling), bool(run.expired))
+            else:
+                # Every other decision writes only its own node without yielding: the round reads the
+                # decided nodes at once and commits as one transaction (ADR-0115, ADR-0169).
+                rows = {row.id: row for row in self.ctx.store.nodes_by_id([d.id for d in batch])}
+                self.ctx.transaction(functools.partial(applier.apply_all, batch, rows))
+            if len(fresh) > len(batch):
+                return True
         return False
-
-    def _rows_for(self, decisions: list[Decision]) -> dict[str, NodeRow]:
-        """The decided nodes' rows in one read, for rounds that cannot interleave with a notify.
-
-        Only a cancellation awaits another coordinator mid-round, letting events change nodes; every
-        other decision is applied without yielding and writes only its own node (ADR-0115).
-        """
-        # F-35
-        if any(d.type is DecisionType.CANCEL for d in decisions):
-            return {}
-        return {row.id: row for row in self.ctx.store.nodes_by_id([d.id for d in decisions])}
 
     async def _dispatch(self, work: TickWork) -> None:
         """Enqueue every job, start every child run, then mark what started."""
         # F-35 steps 4-5
-        self.ctx.store.set_job_ids(work.job_ids, self.now)  # F-41: stored before the enqueue
+        store = self.ctx.store
+        # F-41: the ids are stored, and committed, before the enqueue.
+        self.ctx.transaction(functools.partial(store.set_job_ids, work.job_ids, self.now))
         for shard, inputs in work.jobs.items():
             await self.ctx.shards.get(shard).enqueue_many(inputs, self.ctx.enqueue_settings(shard))
-        store = self.ctx.store
-        work.touched.update(store.mark_in_state(work.job_nodes, "PENDING", self.now, "SCHEDULED"))
+        scheduled = functools.partial(store.mark_in_state, work.job_nodes, "PENDING", self.now, "SCHEDULED")
+        work.touched.update(self.ctx.transaction(scheduled))
         for start in work.child_starts:
             peer = self.ctx.runs.get(start.child_run_id)
             parent = {"runId": self.ctx.name, "nodeId": start.node_id}
@@ -188,12 +190,15 @@ class RunTick:
         return state if state in ("COMPLETED", "CANCELLED") else None
 
     def _settle(self, loaded: RunRow, run: RunRow, state: str, work: TickWork) -> None:
-        """Store a changed run state and snapshot what moved."""
+        """Store a changed run state and queue what moved for projection, in one transaction."""
         # F-35 step 6
+        if state != run.state or work.touched or run.expired != loaded.expired:
+            self.ctx.transaction(functools.partial(self._record_settled, run, state, work))
+
+    def _record_settled(self, run: RunRow, state: str, work: TickWork) -> None:
         if state != run.state:
             self.ctx.store.update_run(self.now, state=state)
-        if state != run.state or work.touched or run.expired != loaded.expired:
-            self.ctx.record_changes(work.touched)
+        self.ctx.record_changes(work.touched)
 
     async def _project(self) -> bool:
         """Project the outbox into the read model; True when a full batch went out (more may be waiting)."""

@@ -6,11 +6,18 @@ older one, and a reader that sees the run's counters move sees the nodes that mo
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
+from tests.coordinator.runs.conftest import FakeAlarm
+
+from tsumugi.coordinator.run import RunCoordinator
 from tsumugi.core import wire_format
 from tsumugi.flows import create_flow
+from tsumugi.ports import Row, SqlValue
 from tsumugi.runtimes.local.sql_database import SqliteDatabase, apply_migrations
+from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
 from tsumugi.storage.read_model_writer import D1ReadModelWriter
 from tsumugi.storage.run_store import node_snapshot
 
@@ -198,3 +205,47 @@ async def test_a_change_after_its_mark_was_read_gets_a_mark_of_its_own(make_worl
     await world.settle()
     rows = await db.all("SELECT error FROM run_node WHERE run_id = ? AND node_id = 'each:0'", (RUN,))
     assert rows[0]["error"] == "after"
+
+
+class FailingOnce(SqliteExecutor):
+    """SQLite that fails one statement starting with ``prefix``, the ``nth`` time one is run."""
+
+    def __init__(self, prefix: str, nth: int) -> None:
+        super().__init__()
+        self.prefix, self.left = prefix, nth
+
+    def execute(self, sql: str, params: Sequence[SqlValue] = ()) -> list[Row]:
+        if sql.startswith(self.prefix):
+            self.left -= 1
+            if self.left == 0:
+                raise sqlite3.OperationalError("disk I/O error")
+        return super().execute(sql, params)
+
+
+async def test_a_tick_failing_mid_fan_out_leaves_no_half_of_it(make_world: Any) -> None:
+    # F-35, F-38, ADR-0169: a decision round commits whole or not at all; the retried tick does it again.
+    world, _ = world_on_a_read_model(make_world)
+    storage = FailingOnce("INSERT INTO node", nth=3)  # the start's insert, then the fan-out's chunks
+    world.alarms[RUN] = FakeAlarm()
+    run = world.coordinators[RUN] = RunCoordinator(
+        RUN,
+        storage,
+        clock=world.clock,
+        alarm=world.alarms[RUN],
+        shards=world.shards,
+        runs=world,
+        read_model=world.read_model,
+        flows=world.flows,
+        new_id=world._new_id,
+    )
+    await run.start("WIDE", {"n": 300})
+    await tick(world)  # the fan-out's second insert fails: the tick is retried later
+    assert set(world.states(RUN)) == {"each"}
+    assert world.states(RUN)["each"] == "PENDING"
+    assert world.shards.all_jobs() == {}
+    world.clock.advance(10_000)
+    await world.settle()
+    states = world.states(RUN)
+    assert len(states) == 301
+    assert set(states.values()) == {"RUNNING", "SCHEDULED"}
+    assert len(world.shards.all_jobs()) == 300
