@@ -28,7 +28,7 @@ from tsumugi.core.json_types import JsonMapping, JsonObject
 from tsumugi.core.wire_format import new_local_id
 from tsumugi.errors import InvalidFlowError, TsumugiError
 from tsumugi.ports import AlarmPort, ShardNamespace, SqlExecutor, SqlValue
-from tsumugi.storage.run_store import NodeRow, RunStore
+from tsumugi.storage.run_store import NodeJobState, RunStore
 
 CHILD_STATES: Final = frozenset({"COMPLETED", "FAILED", "CANCELLED"})  # F-63: what a child run reports
 # A node settled by a job event, written with others: (node id, state, result text, error).
@@ -158,13 +158,13 @@ class RunCoordinator:
                 return False
             touched: set[str] = set()
             settled: dict[str, Settled] = {}  # plain settles, written together
-            rows = {n.id: n for n in ctx.store.nodes_by_id({str(e.get("nodeId")) for e in events})}
+            rows = ctx.store.job_states({str(e.get("nodeId")) for e in events})
             for event in events:
                 node_id = str(event.get("nodeId"))
                 if node_id in settled:  # a repeated event re-reads what the first wrote
                     ctx.store.settle_nodes(list(settled.values()), now)
                     settled.clear()
-                node = rows.pop(node_id, None) or ctx.store.node(node_id)
+                node = rows.pop(node_id, None) or ctx.store.job_states([node_id]).get(node_id)
                 touched |= self._apply_event(event, node, now, settled)
             ctx.store.settle_nodes(list(settled.values()), now)
             if touched:
@@ -175,7 +175,7 @@ class RunCoordinator:
             await ctx.arm(now)
 
     def _apply_event(
-        self, event: Mapping[str, object], node: NodeRow | None, now: int, settled: dict[str, Settled]
+        self, event: Mapping[str, object], node: NodeJobState | None, now: int, settled: dict[str, Settled]
     ) -> set[str]:
         ctx = self.ctx
         state = str(event.get("state"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
 from tsumugi.coordinator.run_ports import RunPeers
 from tsumugi.core import wire_format
@@ -33,13 +33,14 @@ from tsumugi.core.flow.results import (
 )
 from tsumugi.core.flow.waits import WaitKind, is_due, wake_at_of
 from tsumugi.core.json_types import JsonMapping, JsonValue
-from tsumugi.core.wire_format import format_job_id, resolve_shard, shard_name_of
+from tsumugi.core.wire_format import resolve_shard, shard_name, shard_name_of, validate_local_id
 from tsumugi.errors import TsumugiError
 from tsumugi.ports import ShardNamespace, SqlValue
 from tsumugi.storage.run_store import NodeRow, RunRow, RunStore
 from tsumugi.storage.run_waits import RunWaitStore
 
 NodeJob: TypeAlias = dict[str, object]  # a node's job as an enqueue input: payload and camelCase options
+NO_OPTIONS: Final = "{}"  # a dynamic node without options, as its ``options`` column holds it
 
 
 @dataclass(slots=True)
@@ -196,7 +197,7 @@ class DecisionApplier:
     def _start_job(self, node: NodeRow) -> None:
         if node.origin != "static":
             job: NodeJob = {
-                **(wire_format.loads(node.options) if node.options else {}),
+                **(wire_format.loads(node.options) if node.options not in (None, "", NO_OPTIONS) else {}),
                 "payload": wire_format.loads(node.payload) if node.payload is not None else None,
             }
         else:
@@ -215,13 +216,16 @@ class DecisionApplier:
         job_id = node.job_id
         if job_id is None:
             try:
-                shard = resolve_shard(node.binding, self.shards_of.get(node.binding, 1), self.run.id)
-                job_id = format_job_id(node.binding, shard, self.new_id())
+                index = resolve_shard(node.binding, self.shards_of.get(node.binding, 1), self.run.id)
+                shard = shard_name(node.binding, index)
+                job_id = f"{shard}:{validate_local_id(self.new_id())}"
             except TsumugiError as exc:  # F-57: a spawn binding that cannot name a job fails its node
                 self._fail(node.id, _message(exc))
                 return
             # F-41: the tick stores the id before the enqueue, so a retried tick re-sends the same job.
             self.work.job_ids[node.id] = job_id
+        else:
+            shard = shard_name_of(job_id)
         enqueue = {
             **job,
             "id": job_id,
@@ -230,7 +234,7 @@ class DecisionApplier:
             "nodeId": node.id,
             "partitionKey": self.run.id,
         }
-        self.work.jobs.setdefault(shard_name_of(job_id), []).append(enqueue)
+        self.work.jobs.setdefault(shard, []).append(enqueue)
         self.work.job_nodes.append(node.id)
 
     def _start_run(self, node: NodeRow) -> None:
@@ -321,7 +325,7 @@ def dynamic_row(
         "origin": origin,
         "after": "[]",
         "payload": wire_format.dumps(payload),
-        "options": wire_format.dumps(dict(options)),
+        "options": wire_format.dumps(dict(options)) if options else NO_OPTIONS,
         "seq": seq,
         "created_at": now_ms,
         "updated_at": now_ms,

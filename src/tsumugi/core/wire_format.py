@@ -254,6 +254,9 @@ _TENTH_DIGIT: Final = tuple(
 )
 
 
+_last_head: tuple[int, str] = (-1, "")  # the last stamp ``new_local_ids`` wrote, and its digits
+
+
 class ParsedJobId(NamedTuple):
     binding: str
     shard: int
@@ -301,8 +304,12 @@ def new_local_id() -> str:
 
 def new_local_ids(count: int) -> list[str]:
     """``count`` fresh local ids (``new_local_id``): one call to the OS generator, digits made in C."""
+    global _last_head
     stamp = (time.time_ns() // 1_000_000) % _STAMP_SPAN + _STAMP_BASE
-    head = "".join(_DIGITS[(stamp >> (43 - 5 * at)) & 31] for at in range(_STAMP_DIGITS))
+    last_stamp, head = _last_head
+    if stamp != last_stamp:  # ids made within one millisecond share the digits of its stamp
+        head = "".join(_DIGITS[(stamp >> (43 - 5 * at)) & 31] for at in range(_STAMP_DIGITS))
+        _last_head = (stamp, head)  # one tuple, swapped whole: a thread reads the old or the new
     width = LOCAL_ID_LENGTH - _STAMP_DIGITS  # 15 digits: 2 + 14 * 5 = 72 random bits
     noise = secrets.token_bytes(width * count)
     tenth = noise[::width].translate(_TENTH_DIGIT[stamp & 7]).decode("ascii")

@@ -15,18 +15,17 @@ from typing import Final
 from tsumugi.core import wire_format
 from tsumugi.core.json_types import JsonObject
 from tsumugi.ports import SqlExecutor
-from tsumugi.storage.run_store import NODE_COLUMNS, NodeRow, node_snapshot
+from tsumugi.storage.run_store import NODE_SNAPSHOT_KEYS, node_snapshot_select, snapshot_of_pairs
 
 MARKS_PER_INSERT: Final = 100  # one bound parameter a mark; Durable Object SQL binds at most 100
 PROJECT_BATCH: Final = 200  # F-35 step 7: rows projected per tick; a longer backlog re-arms at once
 # A node mark leaves the snapshot column empty. Node rows an earlier version wrote carry a snapshot there;
 # they are projected from the node row too, like any mark.
 _PENDING: Final = (
-    "SELECT o.seq, o.kind, o.snapshot, o.target, "
-    + ", ".join(f"n.{column}" for column in NODE_COLUMNS)
-    + " FROM run_outbox o LEFT JOIN node n ON o.kind = 'node' AND n.id = o.target ORDER BY o.seq LIMIT ?"
+    f"SELECT o.seq, o.kind, o.snapshot, o.target, {node_snapshot_select('n')} "
+    "FROM run_outbox o LEFT JOIN node n ON o.kind = 'node' AND n.id = o.target ORDER BY o.seq LIMIT ?"
 )
-_NODE_AT: Final = 4  # where the node's columns start in a _PENDING row
+_NODE_AT: Final = 4  # where the node's snapshot starts in a _PENDING row, with its id
 
 
 @dataclass(slots=True)
@@ -90,11 +89,13 @@ class RunOutbox:
             if row[1] == "run":  # the newest of the run's snapshots stands for the older ones
                 batch.runs = [{**wire_format.loads(str(row[2])), "seq": seq}]
                 continue
-            waiting.discard(str(row[3]))
+            node_id = str(row[3])
+            waiting.discard(node_id)
             if row[_NODE_AT] is not None:  # a node is only ever gone with its whole run (the sweep)
-                node = NodeRow(*row[_NODE_AT:])  # type: ignore[arg-type]
-                nodes.pop(node.id, None)  # the newest mark stands for the older ones
-                nodes[node.id] = {**node_snapshot(run_id, node), "seq": seq}
+                snapshot = snapshot_of_pairs(zip(NODE_SNAPSHOT_KEYS, row[_NODE_AT:], strict=True))
+                snapshot["run_id"], snapshot["seq"] = run_id, seq
+                nodes.pop(node_id, None)  # the newest mark stands for the older ones
+                nodes[node_id] = snapshot
         batch.nodes = list(nodes.values())
         return batch
 

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Final
+from typing import Final, NamedTuple
 
 from tsumugi.core import wire_format
 from tsumugi.core.flow.advance import NodeView
@@ -62,6 +62,14 @@ class NodeRow:
     wait_event: str | None
     wake_at: int | None
     on_timeout: str | None
+
+
+class NodeJobState(NamedTuple):
+    """A node's id, state and latest job: what ``job_states`` reads of its row."""
+
+    id: str
+    state: NodeStateName
+    job_id: str | None
 
 
 RUN_COLUMNS: Final = tuple(f.name for f in fields(RunRow))
@@ -164,6 +172,17 @@ class RunStore:
             query = f"{_NODE_SELECT} WHERE id IN ({', '.join('?' * len(chunk))})"
             rows += [NodeRow(*r) for r in self.sql.execute(query, chunk)]  # type: ignore[arg-type]
         return sorted(rows, key=lambda n: (n.seq, n.id))
+
+    def job_states(self, node_ids: Collection[str]) -> dict[str, NodeJobState]:
+        """The state and job of each named node there is, by id: what a job's event is checked against."""
+        wanted = list(node_ids)
+        found: dict[str, NodeJobState] = {}
+        for start in range(0, len(wanted), MAX_BOUND):
+            chunk = wanted[start : start + MAX_BOUND]
+            query = f"SELECT id, state, job_id FROM node WHERE id IN ({', '.join('?' * len(chunk))})"
+            for row in self.sql.execute(query, chunk):
+                found[str(row[0])] = NodeJobState(*row)  # type: ignore[arg-type]
+        return found
 
     def node_count(self) -> int:
         if self._live is not None:
@@ -294,29 +313,35 @@ class RunStore:
         self._live = None
 
 
-def node_snapshot(run_id: str, node: NodeRow) -> JsonObject:
-    """The read-model view of a node; job results stay in the jobs read model."""
-    # F-25
-    return {
-        "run_id": run_id,
-        "node_id": node.id,
-        "binding": node.binding,
-        "state": node.state,
-        "container": node.container,
-        "parent": node.parent,
-        "origin": node.origin,
-        "after": node.after,
-        "job_id": node.job_id,
-        "child_run_id": node.child_run_id,
-        "result": node.result if node.container else None,
-        "error": node.error,
-        "position": node.seq,
-        "created_at": node.created_at,
-        "updated_at": node.updated_at,
-        "wait": node.wait_kind,  # ADR-0147: null for nodes that do not wait
-        "wait_event": node.wait_event,
-        "wake_at": node.wake_at,
-    }
+# F-25: the read model's view of a node, as (snapshot key, its expression over a node row ``{t}``).
+_NODE_SNAPSHOT: Final = (
+    ("node_id", "{t}.id"),
+    ("binding", "{t}.binding"),
+    ("state", "{t}.state"),
+    ("container", "{t}.container"),
+    ("parent", "{t}.parent"),
+    ("origin", "{t}.origin"),
+    ("after", "{t}.after"),
+    ("job_id", "{t}.job_id"),
+    ("child_run_id", "{t}.child_run_id"),
+    ("result", "CASE WHEN {t}.container THEN {t}.result END"),  # job results stay in the jobs read model
+    ("error", "{t}.error"),
+    ("position", "{t}.seq"),
+    ("created_at", "{t}.created_at"),
+    ("updated_at", "{t}.updated_at"),
+    ("wait", "{t}.wait_kind"),  # ADR-0147: null for nodes that do not wait
+    ("wait_event", "{t}.wait_event"),
+    ("wake_at", "{t}.wake_at"),
+)
+NODE_SNAPSHOT_KEYS: Final = tuple(key for key, _ in _NODE_SNAPSHOT)
+# ``dict``, typed as what it builds from a row read by ``node_snapshot_select``: no node column is a BLOB
+# (run_schema), so no value is bytes. The same device as ``job_table.job_from_row``.
+snapshot_of_pairs: Final[Callable[[Iterable[tuple[str, SqlValue]]], JsonObject]] = dict  # type: ignore[assignment]
+
+
+def node_snapshot_select(table: str) -> str:
+    """The columns of a node's snapshot, in ``NODE_SNAPSHOT_KEYS`` order, read from ``table``'s row."""
+    return ", ".join(expression.format(t=table) for _, expression in _NODE_SNAPSHOT)
 
 
 def run_snapshot(run: RunRow, counters: tuple[int, int, int]) -> JsonObject:

@@ -19,7 +19,6 @@ from tsumugi.ports import Row, SqlValue
 from tsumugi.runtimes.local.sql_database import SqliteDatabase, apply_migrations
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
 from tsumugi.storage.read_model_writer import D1ReadModelWriter
-from tsumugi.storage.run_store import node_snapshot
 
 flow = create_flow({})
 RUN = "WIDE:1"
@@ -106,8 +105,8 @@ async def test_snapshots_an_earlier_version_left_are_projected_from_the_rows(mak
     run = world.get(RUN)
     await run.start("WIDE", {"n": 1})
     await world.settle()
-    row = run.ctx.store.node("each:0")
-    stale = {**node_snapshot(RUN, row), "state": "PENDING"}  # as an earlier version wrote it
+    projected = await db.all("SELECT * FROM run_node WHERE run_id = ? AND node_id = 'each:0'", (RUN,))
+    stale = {**projected[0], "state": "PENDING"}  # a node snapshot, as an earlier version wrote one
     run.ctx.sql.execute(
         "INSERT INTO run_outbox (kind, target, snapshot) VALUES ('node', 'each:0', ?)",
         [wire_format.dumps(stale)],

@@ -133,3 +133,16 @@ def test_generated_local_ids_sort_by_creation_time(monkeypatch: pytest.MonkeyPat
     later = [new_local_id() for _ in range(50)]
     assert max(earlier) < min(later)
     assert all(re.fullmatch(r"[a-z][a-z0-9]{23}", i) for i in earlier + later)  # J-15
+
+
+def test_generated_local_ids_follow_the_clock_back_as_well(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ADR-0107: the stamp is the clock's at each call, even when the clock steps back
+    now_ns = [1_700_000_000_000 * 1_000_000]
+    monkeypatch.setattr(wire_format_module.time, "time_ns", lambda: now_ns[0])
+    first = new_local_id()
+    now_ns[0] += 1_000_000_000  # a second: past the stamp's last 3 bits, which share the 10th digit
+    later = new_local_id()
+    now_ns[0] -= 1_000_000_000
+    again = new_local_id()
+    assert first[:9] == again[:9] != later[:9]
+    assert max(first, again) < later
