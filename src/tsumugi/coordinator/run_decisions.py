@@ -115,7 +115,7 @@ class DecisionApplier:
             case DecisionType.SKIP:
                 self._write(node.id, state="SKIPPED", error=decision.reason)
             case DecisionType.AGGREGATE:
-                summary = fan_out_summary(c.state for c in self.store.children(node.id))
+                summary = fan_out_summary(self.store.child_states(node.id))
                 self._write(node.id, state="COMPLETED", result=wire_format.dumps(summary))
             case DecisionType.EXPAND:
                 self._expand(node)

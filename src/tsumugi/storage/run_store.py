@@ -163,6 +163,10 @@ class RunStore:
             for r in self.sql.execute(f"{_NODE_SELECT} WHERE parent = ? ORDER BY seq, id", [parent])
         ]
 
+    def child_states(self, parent: str) -> list[str]:
+        """The state of each direct child of ``parent``: what a container's summary counts."""
+        return [str(row[0]) for row in self.sql.execute("SELECT state FROM node WHERE parent = ?", [parent])]
+
     def nodes_by_id(self, node_ids: Collection[str]) -> list[NodeRow]:
         """The named nodes in ``(seq, id)`` order, in chunks the bound-parameter limit allows."""
         wanted = list(node_ids)

@@ -30,6 +30,9 @@ class _Kids:
     failed: int = 0
 
 
+_NO_KIDS: Final = _Kids()  # what a node without children counts, only ever read
+
+
 class LiveProgress:
     """The run's nodes with their flags and current decisions, updated as nodes are added or move."""
 
@@ -93,7 +96,7 @@ class LiveProgress:
             self._dirty.add(current)  # its own decision reads its state and its children (AGGREGATE)
             node = self.by_id[current]
             old = self._flags[current]
-            kids = self._kids.get(current) or _Kids()
+            kids = self._kids.get(current, _NO_KIDS)
             settled = is_node_terminal(node.state) and kids.unsettled == 0  # F-30
             succeeded = settled and node.state == "COMPLETED" and kids.unsucceeded == 0  # F-31
             new = (settled, succeeded, node.state in FAILED_NODE_STATES or kids.failed > 0)  # T-1
@@ -106,7 +109,9 @@ class LiveProgress:
                 self.unsettled_roots += (not new[0]) - (not before[0])
                 self.failed_roots += new[2] - before[2]
                 return
-            parent = self._kids.setdefault(node.parent, _Kids())
+            parent = self._kids.get(node.parent)
+            if parent is None:
+                parent = self._kids[node.parent] = _Kids()
             parent.unsettled += (not new[0]) - (not before[0])
             if node.origin != FAN_OUT_ORIGIN:
                 parent.unsucceeded += (not new[1]) - (not before[1])
