@@ -29,28 +29,22 @@ from pathlib import Path
 import peers
 
 
+def callgrind_count(args: list[str]) -> int:
+    """Instructions a Python process running ``args`` executes, counted by valgrind's callgrind."""
+    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, *args]
+    finished = subprocess.run(command, capture_output=True, text=True, check=True)
+    found = re.search(r"Collected : (\d+)", finished.stderr)
+    if found is None:
+        raise RuntimeError(f"valgrind printed no count: {finished.stderr[-2000:]}")
+    return int(found.group(1))
+
+
 def counted(jobs: int, policy: str) -> int:
     """Instructions of one worker process draining ``jobs`` waiting jobs."""
     with tempfile.TemporaryDirectory(prefix="drain-instructions-") as tmp:
         state = Path(tmp) / "state"
         asyncio.run(peers.tsumugi_backlog(state, jobs, policy))  # behind a pause, as in the peers
-        command = [
-            "valgrind",
-            "--tool=callgrind",
-            "--callgrind-out-file=/dev/null",
-            sys.executable,
-            __file__,
-            "--worker",
-            str(state),
-            str(jobs),
-            policy,
-            str(Path(tmp) / "done"),
-        ]
-        finished = subprocess.run(command, capture_output=True, text=True, check=True)
-    found = re.search(r"Collected : (\d+)", finished.stderr)
-    if found is None:
-        raise RuntimeError(f"valgrind printed no count: {finished.stderr[-2000:]}")
-    return int(found.group(1))
+        return callgrind_count([__file__, "--worker", str(state), str(jobs), policy, str(Path(tmp) / "done")])
 
 
 def main() -> None:

@@ -15,36 +15,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import flows_bench
 import peers
+from drain_instructions import callgrind_count
 
 WORKLOADS = {"run": flows_bench.run_to_completion, "plain": flows_bench.plain_jobs}
 
 
 def counted(workload: str, nodes: int) -> int:
     """Instructions of one process running ``workload`` over ``nodes`` children or jobs."""
-    command = [
-        "valgrind",
-        "--tool=callgrind",
-        "--callgrind-out-file=/dev/null",
-        sys.executable,
-        __file__,
-        "--child",
-        workload,
-        str(nodes),
-    ]
-    finished = subprocess.run(command, capture_output=True, text=True, check=True)
-    found = re.search(r"Collected : (\d+)", finished.stderr)
-    if found is None:
-        raise RuntimeError(f"valgrind printed no count: {finished.stderr[-2000:]}")
-    return int(found.group(1))
+    return callgrind_count([__file__, "--child", workload, str(nodes)])
 
 
 def per_item(workload: str, nodes: int) -> float:

@@ -118,9 +118,9 @@ class RunTick:
         """ADR-0147: due sleeps complete and due event waits time out, unless the run is halting."""
         run = self.ctx.store.run()
         if run is not None and run.state == "RUNNING" and not (run.cancelling or run.expired):
-            self.ctx.transaction(
-                functools.partial(wake_due, self.ctx.store, self.ctx.waits, self.now, work.touched)
-            )
+            due = self.ctx.waits.due_waits(self.now)
+            if due:
+                self.ctx.transaction(functools.partial(wake_due, self.ctx.store, due, self.now, work.touched))
 
     async def _decide(self, applier: DecisionApplier, handled: set[tuple[str, str]]) -> bool:
         """Decide what every node does next; True when some decisions wait for the next tick."""

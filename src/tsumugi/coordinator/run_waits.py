@@ -6,21 +6,21 @@ their own transaction and arm the alarm themselves.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 from tsumugi.core.flow.results import encode_result
 from tsumugi.core.flow.waits import due_outcome
 from tsumugi.core.json_types import JsonObject
-from tsumugi.storage.run_store import RunStore
+from tsumugi.storage.run_store import NodeRow, RunStore
 from tsumugi.storage.run_waits import RunWaitStore
 
 PAYLOAD_ERROR: Final = "the event payload cannot be stored (over 8192 chars or not serializable)"
 
 
-def wake_due(store: RunStore, waits: RunWaitStore, now_ms: int, touched: set[str]) -> None:
-    """Settle every waiting node whose ``wake_at`` has come: a sleep completes, an event wait times out."""
-    for node in waits.due_waits(now_ms):
+def wake_due(store: RunStore, due: Iterable[NodeRow], now_ms: int, touched: set[str]) -> None:
+    """Settle the ``due`` waiting nodes (``RunWaitStore.due_waits``): a sleep completes, a wait times out."""
+    for node in due:
         outcome = due_outcome(str(node.wait_kind), node.wait_event, node.on_timeout)
         store.update_node(node.id, now_ms, state=outcome.state, error=outcome.error)
         touched.add(node.id)

@@ -82,6 +82,8 @@ class RunOutbox:
         """
         batch = PendingProjection()
         nodes: dict[str, JsonObject] = {}
+        # Loaded now, not later: loaded while this batch is on its way, the set would hold its marks,
+        # which the batch's delete then removes, and a change made meanwhile would be skipped.
         waiting = self._waiting_marks()
         for row in self.sql.execute(_PENDING, [limit]):
             seq = int(row[0] or 0)

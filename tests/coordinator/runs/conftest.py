@@ -102,12 +102,13 @@ class World:
         self.counter += 1
         return f"j{self.counter:023d}"
 
-    def get(self, run_id: str) -> RunCoordinator:
+    def get(self, run_id: str, storage: SqliteExecutor | None = None) -> RunCoordinator:
+        """The run's coordinator, made on first use over ``storage`` (a fresh in-memory SQLite)."""
         if run_id not in self.coordinators:
             self.alarms[run_id] = FakeAlarm()
             self.coordinators[run_id] = RunCoordinator(
                 run_id,
-                SqliteExecutor(),
+                storage or SqliteExecutor(),
                 clock=self.clock,
                 alarm=self.alarms[run_id],
                 shards=self.shards,

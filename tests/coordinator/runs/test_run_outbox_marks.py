@@ -10,9 +10,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from tests.coordinator.runs.conftest import FakeAlarm
+import pytest
 
-from tsumugi.coordinator.run import RunCoordinator
 from tsumugi.core import wire_format
 from tsumugi.flows import create_flow
 from tsumugi.ports import Row, SqlValue
@@ -119,6 +118,17 @@ async def test_snapshots_an_earlier_version_left_are_projected_from_the_rows(mak
     assert run.ctx.outbox.is_empty()
 
 
+def change_node(world: Any, error: str) -> None:
+    """``each:0``'s error set and its change recorded, in one transaction, as a coordinator would."""
+    ctx = world.get(RUN).ctx
+
+    def change() -> None:
+        ctx.store.update_node("each:0", world.clock.now(), error=error)
+        ctx.record_changes(["each:0"])
+
+    ctx.transaction(change)
+
+
 class CountingReadModel(D1ReadModelWriter):
     def __init__(self, db: SqliteDatabase) -> None:
         super().__init__(db)
@@ -158,20 +168,12 @@ async def test_a_mark_rolled_back_is_written_again(make_world: Any) -> None:
     ctx = run.ctx
 
     def marks_then_fails() -> None:
-        ctx.store.update_node("each:0", world.clock.now(), error="first")
-        ctx.record_changes(["each:0"])
+        change_node(world, "first")  # joins the outer transaction, which then rolls back
         raise RuntimeError("the write failed")
 
-    try:
+    with pytest.raises(RuntimeError):
         ctx.transaction(marks_then_fails)
-    except RuntimeError:
-        pass
-    ctx.transaction(
-        lambda: (
-            ctx.store.update_node("each:0", world.clock.now(), error="second"),
-            ctx.record_changes(["each:0"]),
-        )
-    )
+    change_node(world, "second")
     await ctx.arm(world.clock.now())
     await world.settle()
     rows = await db.all("SELECT error FROM run_node WHERE run_id = ? AND node_id = 'each:0'", (RUN,))
@@ -185,20 +187,10 @@ async def test_a_change_after_its_mark_was_read_gets_a_mark_of_its_own(make_worl
     await run.start("WIDE", {"n": 1})
     await world.settle()
     ctx = run.ctx
-    ctx.transaction(
-        lambda: (
-            ctx.store.update_node("each:0", world.clock.now(), error="read"),
-            ctx.record_changes(["each:0"]),
-        )
-    )
+    change_node(world, "read")
     batch = ctx.outbox.pending(RUN)
     assert [n["error"] for n in batch.nodes] == ["read"]
-    ctx.transaction(
-        lambda: (
-            ctx.store.update_node("each:0", world.clock.now(), error="after"),
-            ctx.record_changes(["each:0"]),
-        )
-    )
+    change_node(world, "after")
     ctx.outbox.delete_through(batch.last_seq)  # the first batch went out
     await ctx.arm(world.clock.now())
     await world.settle()
@@ -225,18 +217,7 @@ async def test_a_tick_failing_mid_fan_out_leaves_no_half_of_it(make_world: Any) 
     # F-35, F-38, ADR-0169: a decision round commits whole or not at all; the retried tick does it again.
     world, _ = world_on_a_read_model(make_world)
     storage = FailingOnce("INSERT INTO node", nth=3)  # the start's insert, then the fan-out's chunks
-    world.alarms[RUN] = FakeAlarm()
-    run = world.coordinators[RUN] = RunCoordinator(
-        RUN,
-        storage,
-        clock=world.clock,
-        alarm=world.alarms[RUN],
-        shards=world.shards,
-        runs=world,
-        read_model=world.read_model,
-        flows=world.flows,
-        new_id=world._new_id,
-    )
+    run = world.get(RUN, storage)
     await run.start("WIDE", {"n": 300})
     await tick(world)  # the fan-out's second insert fails: the tick is retried later
     assert set(world.states(RUN)) == {"each"}
