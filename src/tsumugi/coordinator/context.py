@@ -60,6 +60,7 @@ class CoordinatorContext:
         self.clock = clock
         self.alarm_port = alarm
         self.ticking = False  # a tick is running, perhaps awaiting another coordinator
+        self._armed_in_tick: int | None = None  # the earliest arm made while the running tick awaited
 
     def transaction(self, body: Callable[[], T]) -> T:
         """``sql.transaction(body)``; a rollback also drops what ``forget`` drops."""
@@ -76,9 +77,18 @@ class CoordinatorContext:
         """Set the alarm to ``at_ms`` unless an earlier one is already armed: alarms only move earlier.
 
         ``stale_before``: at the end of a tick, an alarm at or before the tick's start is the one being
-        handled (a platform may still report it), so it does not count as "already armed".
+        handled (a platform may still report it), so it does not count as "already armed". An arm made
+        while the tick ran (by a call let in while it awaited) is remembered, and kept by that last arm
+        even when it falls in the tick's first millisecond and so reads as stale.
         """
         # J-160, F-37
+        if stale_before is None:
+            if self.ticking:
+                earlier = self._armed_in_tick
+                self._armed_in_tick = at_ms if earlier is None else min(earlier, at_ms)
+        elif self._armed_in_tick is not None:
+            at_ms = min(at_ms, self._armed_in_tick)
+            self._armed_in_tick = None
         current = await self.alarm_port.get_alarm()
         stale = current is not None and stale_before is not None and current <= stale_before
         if current is None or stale or current > at_ms:
@@ -96,6 +106,7 @@ class CoordinatorContext:
             await self.arm(now)
             return
         self.ticking = True
+        self._armed_in_tick = None
         try:
             await body(now)
         except Exception:

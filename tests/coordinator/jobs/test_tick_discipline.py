@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from typing import Any
 
 import pytest
 
@@ -11,7 +13,7 @@ from tsumugi.coordinator.job_shard import JobShard
 from tsumugi.coordinator.shard_tick import FIRST_PROJECTION_DELAY_MS
 from tsumugi.errors import EnqueueError
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
-from tsumugi.testing.fakes import FakeAlarm, FakeQueue
+from tsumugi.testing.fakes import FakeAlarm, FakeQueue, FakeReadModel
 
 from .conftest import START, Harness
 
@@ -100,3 +102,35 @@ async def test_metrics_get_the_projected_snapshots() -> None:
     await shard.alarm()
     assert metrics.states == ["COMPLETED", "QUEUED", "COMPLETED"]
     assert (await shard.diagnostics())["outbox"] == 0
+
+
+class HeldReadModel(FakeReadModel):
+    """A read model whose next upsert waits until the test lets it finish."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def upsert_jobs(self, snapshots: Any) -> None:
+        self.entered.set()
+        await self.release.wait()
+        await super().upsert_jobs(snapshots)
+
+
+async def test_an_enqueue_while_the_tick_awaits_the_read_model_keeps_its_wake_up(h: Harness) -> None:
+    # J-31, J-160: a shard is called while its tick awaits another service; the job enqueued then, in the
+    # tick's own millisecond, is dispatched at once rather than when the tick's next wake-up falls due.
+    done = await h.enqueue()
+    await h.tick()
+    await h.shard.report(done, {"ok": True, "result": None, "attempt": 1})
+    held = HeldReadModel()
+    h.shard.ctx.read_model = held
+    h.clock.set(START + 5)
+    tick = asyncio.create_task(h.tick())  # projects the completed job, and waits in the read model
+    await held.entered.wait()
+    waiting = await h.enqueue()
+    held.release.set()
+    await tick
+    assert h.alarm.at == START + 5
+    assert [m["jobId"] for m in await h.tick()] == [waiting]
