@@ -72,6 +72,24 @@ HUEY_APP: Final = textwrap.dedent(
 )
 
 
+def cpu_time() -> float:
+    """CPU seconds of this process and of its children: Tsumugi's runtime writes its read model in a child
+    process (ADR-0170), whose time counts as the runtime's. Live children are read from ``/proc`` (Linux),
+    finished ones from ``os.times``."""
+    total = time.process_time()
+    finished = os.times()
+    total += finished.children_user + finished.children_system
+    ticks = os.sysconf("SC_CLK_TCK")
+    for task in Path("/proc/self/task").iterdir():
+        with contextlib.suppress(OSError):
+            for pid in (task / "children").read_text().split():
+                with contextlib.suppress(OSError):
+                    stat = Path(f"/proc/{pid}/stat").read_text()
+                    fields = stat[stat.rindex(")") + 2 :].split()  # after the command's name
+                    total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return total
+
+
 class Noop(Performer):
     async def perform(self, payload: Any, ctx: JobContext) -> None:
         return None
@@ -174,7 +192,7 @@ async def tsumugi_worker(state: Path, jobs: int, policy: str, done: Path, enqueu
         finally:
             watch.close()
         partial = done.with_suffix(".tmp")  # renamed into place: the parent never reads a half-written file
-        partial.write_text(f"{time.time()} {time.process_time()}")
+        partial.write_text(f"{time.time()} {cpu_time()}")
         os.replace(partial, done)
 
 

@@ -1,4 +1,5 @@
-"""A coordinator waiting on another frees its own lock, like a DO's input gate during a call (ADR-0102)."""
+"""A coordinator waiting on another, or on another service, frees its own lock, as a DO's input gate
+opens during a call (ADR-0102, ADR-0170)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from tsumugi.clock import FixedClock
 from tsumugi.ports import AlarmPort, SqlExecutor
 from tsumugi.runtimes.local.durable_alarms import DurableAlarms
-from tsumugi.runtimes.local.serial_coordinators import SerialCoordinators
+from tsumugi.runtimes.local.serial_coordinators import SerialCoordinators, outside_turn
 from tsumugi.runtimes.local.shard_namespace import LocalNamespace
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
 
@@ -35,6 +36,12 @@ class Peer:
     async def answer(self) -> str:
         self.events.append("answer")
         return self.name
+
+    async def await_service(self, reply: asyncio.Future[str]) -> str:
+        """Awaits another service (the read model) from inside its turn."""
+        answer = await outside_turn(reply)
+        self.events.append(f"service {answer}")
+        return answer
 
     async def spawn_and_wait(self) -> bool:
         """Starts a task calling this peer; it must wait for the turn, not inherit it."""
@@ -72,3 +79,15 @@ async def test_a_task_started_in_a_turn_waits_for_that_turn(tmp_path: Path, clos
     assert isinstance(peer, Peer) and peer.spawned is not None
     assert await asyncio.wait_for(peer.spawned, timeout=5) == "a"
     assert peer.events == ["spawned", "answer"]
+
+
+async def test_a_call_reaches_a_coordinator_while_it_awaits_another_service(
+    tmp_path: Path, closing: Any
+) -> None:
+    namespace = _namespace(tmp_path, closing)
+    reply: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    waiting = asyncio.ensure_future(namespace.get("a").await_service(reply))
+    assert await asyncio.wait_for(namespace.get("a").answer(), timeout=5) == "a"  # let in meanwhile
+    reply.set_result("written")
+    assert await asyncio.wait_for(waiting, timeout=5) == "written"
+    assert namespace.coordinators.coordinator("a").events == ["answer", "service written"]

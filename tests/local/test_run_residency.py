@@ -67,7 +67,11 @@ async def test_runs_in_flight_beyond_the_caps_each_run_every_node_once(tmp_path:
             return await _states(runtime, run_ids) == ["COMPLETED"] * RUNS
 
         await polling.until(all_completed, f"{RUNS} runs COMPLETED", DEADLINE_S, interval_s=0.01)
-        assert runtime.env.RUN.coordinators.open_count() == 0
+
+        async def all_closed() -> bool:  # a run closes once its last projection is written, just after
+            return bool(runtime.env.RUN.coordinators.open_count() == 0)
+
+        await polling.until(all_closed, "every settled run closed", DEADLINE_S, interval_s=0.01)
     assert PERFORMED == {(n, node): 1 for n in range(RUNS) for node in ("first", "second")}
     assert fds_under(tmp_path / "state") == 0  # stop closed every file, runs included
 

@@ -19,11 +19,13 @@ from tsumugi.core.config import BindingConfig, RunSettings
 from tsumugi.core.flow.model import Flow
 from tsumugi.core.json_types import JsonObject
 from tsumugi.core.schedules import ScheduleDef
-from tsumugi.ports import AlarmPort, SqlExecutor
+from tsumugi.ports import AlarmPort, SqlDatabase, SqlExecutor
+from tsumugi.runtimes.local.read_model_process import WriterProcess
 from tsumugi.runtimes.local.run_storage import MAX_CONNECTED_RUNS, ConnectionBudget, DeferredSqliteExecutor
 from tsumugi.runtimes.local.serial_coordinators import CoordinatorFactory
 from tsumugi.runtimes.local.sql_database import SqliteDatabase, apply_migrations
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
+from tsumugi.runtimes.local.wal_checkpoints import on_disk
 from tsumugi.storage.read_model_writer import D1ReadModelWriter, LocalMetricsWriter
 
 if TYPE_CHECKING:
@@ -48,6 +50,7 @@ class EngineWiring:
         self, rand: Callable[[], float] = random.random, *, max_connected_runs: int = MAX_CONNECTED_RUNS
     ) -> None:
         self._rand = rand
+        self._writer_process: WriterProcess | None = None
         self._writer: D1ReadModelWriter | None = None
         self._metrics: LocalMetricsWriter | None = None
         # ADR-0132: a bound on open run databases, however many runs are busy at once
@@ -65,13 +68,22 @@ class EngineWiring:
     def close(self) -> None:
         """Wait for the run databases still closing on worker threads (ADR-0132)."""
         self._run_connections.drain()
+        if self._writer_process is not None:
+            self._writer_process.close()
+            self._writer_process = None
 
     async def prepare_read_model(self, read_model: SqliteDatabase) -> None:
         """Apply the D1 migrations, as ``wrangler d1 migrations apply --local`` would."""
         # D-1
         apply_migrations(read_model)
-        self._writer = D1ReadModelWriter(read_model)
-        self._metrics = LocalMetricsWriter(read_model)  # ADR-0064: no Analytics Engine locally
+        writes: SqlDatabase = read_model
+        # ADR-0170: the coordinators write a read model file in a process of their own; a database a
+        # subclass made (faults under it, in tests) is written here, through it.
+        if type(read_model) is SqliteDatabase and on_disk(read_model.path):
+            writes = self._writer_process = WriterProcess(read_model)
+            await self._writer_process.start()
+        self._writer = D1ReadModelWriter(writes)
+        self._metrics = LocalMetricsWriter(writes)  # ADR-0064: no Analytics Engine locally
 
     def namespaces(self, runtime: LocalRuntime) -> Mapping[str, tuple[str, CoordinatorFactory]]:
         """``RUN`` and ``SCHEDULER``, always bound like a complete wrangler configuration.

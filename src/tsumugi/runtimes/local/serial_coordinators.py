@@ -86,6 +86,22 @@ def _current() -> _Gate | None:
     return gate if gate is not None and gate.task is asyncio.current_task() else None
 
 
+async def outside_turn(pending: Awaitable[T]) -> T:
+    """Await a call outside the coordinators (the read model) with the caller's lock free meanwhile.
+
+    A Durable Object's input gate stays shut only for its own storage: while it awaits another
+    service, other events are delivered to it (ADR-0170).
+    """
+    caller = _current()
+    if caller is None or not caller.holding:
+        return await pending
+    caller.open()
+    try:
+        return await pending
+    finally:
+        await caller.close()
+
+
 class Coordinator(Protocol):
     """What a coordinator must answer besides its RPCs: one alarm tick.
 

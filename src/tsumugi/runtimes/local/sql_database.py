@@ -1,7 +1,7 @@
 """``ports.SqlDatabase`` over CPython sqlite3: the local read model, migrated like D1.
 
-Statements run on the event loop's thread: each one is an indexed lookup that takes microseconds, and a
-single connection keeps writes serialised without a lock (ADR-0063).
+Statements run on the event loop's thread: each one is an indexed lookup that takes microseconds
+(ADR-0063). The coordinators' own writes go through ``read_model_process`` (ADR-0170).
 """
 # D-1..D-11
 
@@ -27,6 +27,7 @@ LEDGER_DDL: Final = (
 
 
 PAGE_CACHE_KIB: Final = 65_536  # 64 MiB: holds the job table's hot indexes at a million rows
+BUSY_TIMEOUT_MS: Final = 5_000  # how long a write waits for another process's commit to the file
 
 
 def default_migrations_dir() -> Path:
@@ -53,6 +54,9 @@ class SqliteDatabase:
         self._lock = threading.Lock()
         # The default 2 MiB page cache thrashes between the list query and COUNT(*) at 100k rows (ADR-0063).
         self._conn.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KIB}")
+        # The coordinators' writes run in a process of their own (ADR-0170): a write made here (the
+        # cron sweep) waits for one of theirs to commit instead of failing.
+        self._conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         self._checkpointed = on_disk(self.path)
         if self._checkpointed:
             self._conn.execute("PRAGMA journal_mode=WAL")
