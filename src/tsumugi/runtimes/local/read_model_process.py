@@ -10,9 +10,10 @@ connection, which sees every write whose answer has come back (WAL). While a coo
 write, other calls reach it, as a Durable Object's input gate lets them in while it awaits another
 service (``serial_coordinators.outside_turn``).
 
-The child starts with the first write and ends when the pipe closes. One that dies fails the writes it
-had not answered (a failed projection is retried by the next tick) and is started again by the next
-write. Where no child can be started, the writes run here, as before.
+The child starts with the runtime (``start``) and ends when the pipe closes. One that dies fails the
+writes it had not answered (a failed projection is retried by the next tick) and is started again by
+the next write. Where no child can be started, the writes run here, as before. The runtime's checkpoint
+thread copies the child's log back, as for every other file (ADR-0162).
 """
 
 from __future__ import annotations
