@@ -15,11 +15,12 @@ import operator
 import pickle
 import sqlite3
 import sys
+from collections.abc import Iterable, Sequence
 from typing import BinaryIO, Final
 
 HEAD: Final = 4  # bytes of a frame's length
-PAGE_CACHE_KIB: Final = 65_536  # as the read model's own connection (ADR-0063)
-BUSY_TIMEOUT_MS: Final = 5_000  # another writer of the file (the cron sweep) holds it briefly
+PAGE_CACHE_KIB: Final = 65_536  # 64 MiB, here and on the runtime's connection: hot indexes at 1M rows
+BUSY_TIMEOUT_MS: Final = 5_000  # as ``sqlite_files``' (no package imports here): the cron sweep's write
 
 _NO_VALUES: Final[dict[None, None]] = {}
 sqlite3.register_adapter(type(None), _NO_VALUES.get)  # None binds as NULL without an adapter miss (ADR-0166)
@@ -34,19 +35,27 @@ def _frame(stream: BinaryIO) -> bytes | None:
     return body if len(body) == size else None
 
 
-def _apply(conn: sqlite3.Connection, kind: str, statements: list[tuple[str, tuple[object, ...]]]) -> int:
-    if kind == "run":
-        [(sql, params)] = statements
-        return conn.execute(sql, params).rowcount
+def run_batch(conn: sqlite3.Connection, statements: Iterable[tuple[str, Iterable[object]]]) -> None:
+    """Run ``statements`` in one transaction, like D1's ``batch``; this and ``sql_database`` share it.
+
+    Runs of the same statement go to ``executemany``: one C loop instead of a call per row.
+    """
     conn.execute("BEGIN")
     try:
         for sql, group in itertools.groupby(statements, key=operator.itemgetter(0)):
-            conn.executemany(sql, [params for _, params in group])
+            conn.executemany(sql, [tuple(params) for _, params in group])
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:  # a full disk has already rolled it back
             conn.execute("ROLLBACK")
         raise
+
+
+def _apply(conn: sqlite3.Connection, kind: str, statements: list[tuple[str, Sequence[object]]]) -> int:
+    if kind == "run":
+        [(sql, params)] = statements
+        return conn.execute(sql, tuple(params)).rowcount
+    run_batch(conn, statements)
     return 0
 
 

@@ -43,7 +43,7 @@ log = logging.getLogger("tsumugi.local")
 CHILD_SCRIPT: Final = str(Path(read_model_child.__file__).resolve())
 HEAD: Final = read_model_child.HEAD
 CLOSE_WAIT_S: Final = 10.0  # a child still writing a batch when the runtime stops is given this long
-Statements = list[tuple[str, tuple[SqlValue, ...]]]
+Statements = Sequence[tuple[str, Sequence[SqlValue]]]
 
 
 class WriterExitedError(LocalRuntimeError):
@@ -126,13 +126,13 @@ class WriterProcess:
         return await self._reads.all(sql, params)
 
     async def run(self, sql: str, params: Sequence[SqlValue] = ()) -> int:
-        changed = None if self._inline else await self._send("run", [(sql, tuple(params))])
+        changed = None if self._inline else await self._send("run", [(sql, params)])
         return await self._reads.run(sql, params) if changed is None else changed
 
     async def batch(self, statements: Sequence[tuple[str, Sequence[SqlValue]]]) -> None:
         if not statements:
             return
-        if self._inline or await self._send("batch", [(sql, tuple(p)) for sql, p in statements]) is None:
+        if self._inline or await self._send("batch", statements) is None:  # the child binds each as a tuple
             await self._reads.batch(statements)
 
     async def _send(self, kind: str, statements: Statements) -> int | None:
@@ -140,7 +140,7 @@ class WriterProcess:
         if self._answers is None or self._answers.closed:
             if not await self._start():
                 return None
-        frame = pickle.dumps((kind, statements), pickle.HIGHEST_PROTOCOL)
+        frame = pickle.dumps((kind, list(statements)), pickle.HIGHEST_PROTOCOL)
         answer: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._waiting.append(answer)
         try:

@@ -87,10 +87,11 @@ def _current() -> _Gate | None:
 
 
 async def outside_turn(pending: Awaitable[T]) -> T:
-    """Await a call outside the coordinators (the read model) with the caller's lock free meanwhile.
+    """Await a call out of the current coordinator's turn (another coordinator, the read model) with
+    its lock free meanwhile.
 
-    A Durable Object's input gate stays shut only for its own storage: while it awaits another
-    service, other events are delivered to it (ADR-0170).
+    A Durable Object's input gate stays shut only for its own storage: while it awaits another object
+    or service, other events are delivered to it (ADR-0102, ADR-0170).
     """
     caller = _current()
     if caller is None or not caller.holding:
@@ -220,20 +221,19 @@ class SerialCoordinators:
             caller = _current()
             if caller is not None and caller.slot is slot:
                 return await fn(slot.coordinator)
-            if caller is not None:
-                caller.open()
-            try:
-                async with _Gate(slot) as gate:
-                    token = _gate.set(weakref.ref(gate))
-                    try:
-                        return await fn(slot.coordinator)
-                    finally:
-                        _gate.reset(token)
-            finally:
-                if caller is not None:
-                    await caller.close()
+            return await outside_turn(self._in_turn(slot, fn))
         finally:
             self._done(slot)
+
+    @staticmethod
+    async def _in_turn(slot: _Slot, fn: Callable[[Coordinator], Awaitable[T]]) -> T:
+        """``fn(coordinator)`` in a turn of its own: the coordinator's lock held, the task's gate set."""
+        async with _Gate(slot) as gate:
+            token = _gate.set(weakref.ref(gate))
+            try:
+                return await fn(slot.coordinator)
+            finally:
+                _gate.reset(token)
 
     async def run_alarm(self, name: str) -> None:
         """Fire the coordinator's alarm if it is still due; a failing tick is retried later (ADR-0052)."""

@@ -7,8 +7,6 @@ Statements run on the event loop's thread: each one is an indexed lookup that ta
 
 from __future__ import annotations
 
-import itertools
-import operator
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -17,6 +15,8 @@ from typing import Final
 
 from tsumugi.ports import SqlValue
 from tsumugi.runtimes.local import sqlite_null_binding  # noqa: F401  (None binds as NULL cheaply)
+from tsumugi.runtimes.local.read_model_child import PAGE_CACHE_KIB, run_batch
+from tsumugi.runtimes.local.sqlite_files import BUSY_TIMEOUT_MS
 from tsumugi.runtimes.local.wal_checkpoints import CHECKPOINTS, SAFETY_NET_PAGES, on_disk
 
 # wrangler's ledger table, so the same migration check reads both databases (D-11).
@@ -24,10 +24,6 @@ LEDGER_DDL: Final = (
     "CREATE TABLE IF NOT EXISTS d1_migrations (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT UNIQUE, "
     "applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL)"
 )
-
-
-PAGE_CACHE_KIB: Final = 65_536  # 64 MiB: holds the job table's hot indexes at a million rows
-BUSY_TIMEOUT_MS: Final = 5_000  # how long a write waits for another process's commit to the file
 
 
 def default_migrations_dir() -> Path:
@@ -84,16 +80,7 @@ class SqliteDatabase:
     async def batch(self, statements: Sequence[tuple[str, Sequence[SqlValue]]]) -> None:
         """Run all statements in one transaction, like D1's ``batch``."""
         with self._lock:
-            self._conn.execute("BEGIN")
-            try:
-                # Runs of the same statement go to executemany: one C loop instead of a call per row.
-                for sql, group in itertools.groupby(statements, key=operator.itemgetter(0)):
-                    self._conn.executemany(sql, [tuple(params) for _, params in group])
-                self._conn.execute("COMMIT")
-            except BaseException:
-                if self._conn.in_transaction:  # a full disk already rolled it back (see SqliteExecutor)
-                    self._conn.execute("ROLLBACK")
-                raise
+            run_batch(self._conn, statements)
         self._committed()
 
     def _committed(self) -> None:
