@@ -8,6 +8,7 @@ of a coordinator are modules of functions (or small classes) over its context.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -26,7 +27,7 @@ from tsumugi.storage.attempt_log import AttemptLog
 from tsumugi.storage.event_outbox import EventOutbox
 from tsumugi.storage.job_lookups import JobLookups
 from tsumugi.storage.job_table import JobStore
-from tsumugi.storage.read_model_writer import ProjectionOutbox
+from tsumugi.storage.read_model_writer import ProjectedJobs, ProjectionOutbox
 from tsumugi.storage.run_outbox import RunOutbox
 from tsumugi.storage.run_schema import ensure_run_schema
 from tsumugi.storage.run_store import RunStore, run_snapshot
@@ -133,6 +134,28 @@ class MetricsWriter(Protocol):
     async def write(self, snapshots: Sequence[Mapping[str, object]]) -> int: ...
 
 
+class ShardProjection(Protocol):
+    """A shard's projection made beside its coordinator, from the shard's committed rows.
+
+    The local runtime's writer process reads the due jobs from the shard's file and upserts them into
+    the read model there (ADR-0171); the coordinator only clears what was projected, as each answer
+    comes, so that its ticks never wait for the read model. Where it cannot (no writer process could start),
+    ``start`` answers None and the coordinator projects itself.
+    """
+
+    # J-192, J-194
+
+    async def start(self, limit: int, changed_before_ms: int) -> asyncio.Future[ProjectedJobs] | None:
+        """Begin reading up to ``limit`` due jobs as ``ProjectionOutbox.collect`` does, and upserting
+        them; the future settles with what was written."""
+        ...
+
+    def write_points(self) -> None:
+        """After the clear: write the metric points of the last projection. Never raises: a failure is
+        logged where it happens (M-4)."""
+        ...
+
+
 class ShardContext(CoordinatorContext):
     """One job shard's state: created once per instance, the schema ensured on creation (spec 8.1)."""
 
@@ -149,6 +172,7 @@ class ShardContext(CoordinatorContext):
         runs: RunNamespace | None,
         rand: Callable[[], float],
         metrics: MetricsWriter | None = None,
+        projection: ShardProjection | None = None,
     ) -> None:
         super().__init__(name, sql, clock=clock, alarm=alarm)
         self.binding = name.rpartition("#")[0] or name
@@ -159,6 +183,9 @@ class ShardContext(CoordinatorContext):
         self.runs = runs
         self.rand = rand
         self.metrics = metrics
+        self.projection = projection
+        self.projecting: asyncio.Task[None] | None = None  # applies the projections made beside
+        self.project_again = False  # a tick came while one ran: it may have read before that tick's changes
         ensure_shard_schema(sql)
         self.jobs = JobStore(sql)
         self.lanes = LaneQueries(sql)

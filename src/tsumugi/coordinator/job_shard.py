@@ -17,7 +17,7 @@ from typing import Final
 from tsumugi import telemetry
 from tsumugi.clock import Clock
 from tsumugi.coordinator import lifecycle_log, shard_tick
-from tsumugi.coordinator.context import TICK_RETRY_MS, MetricsWriter, ShardContext, log
+from tsumugi.coordinator.context import TICK_RETRY_MS, MetricsWriter, ShardContext, ShardProjection, log
 from tsumugi.coordinator.enqueue_wire import EnqueueItem, maybe_int, opt_int, opt_number, text
 from tsumugi.coordinator.job_transitions import apply_report, apply_reports
 from tsumugi.coordinator.shard_controls import ShardControls
@@ -63,6 +63,7 @@ class JobShard(ShardControls):
         runs: RunNamespace | None = None,
         rand: Callable[[], float] = random.random,
         metrics: MetricsWriter | None = None,
+        projection: ShardProjection | None = None,
     ) -> None:
         self.ctx = ShardContext(
             name,
@@ -75,6 +76,7 @@ class JobShard(ShardControls):
             runs=runs,
             rand=rand,
             metrics=metrics,
+            projection=projection,
         )
 
     @property

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import logging
 import operator
@@ -10,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
 from tsumugi.coordinator import lifecycle_log
-from tsumugi.coordinator.context import ShardContext, log
+from tsumugi.coordinator.context import TICK_RETRY_MS, ShardContext, ShardProjection, log
 from tsumugi.coordinator.job_transitions import (
     EXPIRED_ERROR,
     IN_FLIGHT,
@@ -18,7 +20,6 @@ from tsumugi.coordinator.job_transitions import (
     to_scheduled,
     to_terminal,
 )
-from tsumugi.coordinator.snapshots import attempts_log_text
 from tsumugi.core import wire_format
 from tsumugi.core.job_view import SchedulableJob
 from tsumugi.core.json_types import JsonObject
@@ -41,6 +42,7 @@ from tsumugi.logging import jobs_log
 from tsumugi.ports import takes_encoded
 from tsumugi.storage.event_outbox import Notice
 from tsumugi.storage.job_table import JobRow
+from tsumugi.storage.read_model_writer import ProjectedJobs, ScalarSnapshot
 from tsumugi.storage.tick_tables import BUCKET, LAST_BLOCKED
 
 TICK_ROWS: Final = 200  # J-162/J-163: reaped, projected, notified, swept rows per tick; the rest re-runs
@@ -272,38 +274,92 @@ async def project(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:
     """
     # J-192
     cutoff = now_ms - FIRST_PROJECTION_DELAY_MS + 1
-    snaps, fresh = ctx.outbox.due_snapshots(TICK_ROWS, cutoff)
-    if len(snaps) < TICK_ROWS:
-        due_fresh = ctx.outbox.fresh_ids(cutoff, TICK_ROWS - len(snaps))
-        new_ids = [job_id for job_id in due_fresh if job_id not in snaps]
-        found = ctx.outbox.snapshots_of(new_ids)
-        snaps.update((job_id, found.get(job_id)) for job_id in new_ids)  # None: gone since
-        fresh.update(due_fresh)
-    more = len(snaps) >= TICK_ROWS
-    if snaps:
-        present = {job_id: snap for job_id, snap in snaps.items() if snap is not None}
-        # A job that never finished an attempt has no attempt rows: they are written only by a report,
-        # with the job's attempts (never lowered, J-93, J-132) raised in the same transaction (ADR-0105).
-        logs = ctx.outbox.newest_attempts([job_id for job_id, snap in present.items() if snap["attempts"]])
-        for job_id, log_entries in logs.items():
-            present[job_id]["attempts_log"] = attempts_log_text(log_entries)
-        projected = list(present.values())
-        if ctx.read_model is not None:
+    if ctx.projection is not None:
+        beside = await _project_beside(ctx, ctx.projection, cutoff)
+        if beside is not None:
+            return beside
+    batch = ctx.outbox.collect(TICK_ROWS, cutoff)
+    if batch.snapshots:
+        projected = batch.present()
+        if projected and ctx.read_model is not None:
             await ctx.read_model.upsert_jobs(projected)
+        done = batch.projected()
         # A job changed during the await keeps its mark: its version moved on (ADR-0042).
-        versions = {i: None if s is None else (s["seq"], s["created_at"]) for i, s in snaps.items()}
-        ctx.transaction(lambda: ctx.outbox.clear_projected(versions, fresh))
-        if ctx.metrics is not None:  # J-194: after the cursor moved; at-most-once
-            try:
-                await ctx.metrics.write(projected)
-            except Exception:  # M-4: logged and swallowed, never stops the tick; text from §11
-                log.exception("tsumugi: writeMetrics failed")
-    if more:
-        return True, None
+        ctx.transaction(lambda: ctx.outbox.clear_projected(done.versions, done.fresh))
+        await _write_metrics(ctx, projected)  # J-194: after the cursor moved; at-most-once
+    return (True, None) if batch.more else (False, _next_due(ctx))
+
+
+async def _project_beside(
+    ctx: ShardContext, projection: ShardProjection, cutoff: int
+) -> tuple[bool, int | None] | None:
+    """Start a projection beside the coordinator unless one runs (ADR-0171); None: none can run here.
+
+    The tick does not wait for it: ``_collect_beside`` applies it, and arms the next wake itself.
+    """
+    running = ctx.projecting
+    if running is not None and not running.done():
+        ctx.project_again = True  # it may have read before this tick's changes
+        return False, None
+    started = await projection.start(TICK_ROWS, cutoff)
+    if started is None:
+        return None
+    ctx.project_again = False
+    ctx.projecting = asyncio.ensure_future(_collect_beside(ctx, projection, started))
+    return False, None
+
+
+async def _collect_beside(
+    ctx: ShardContext, projection: ShardProjection, started: asyncio.Future[ProjectedJobs]
+) -> None:
+    """Clear each projection made beside the coordinator as it comes back, and start the next while
+    more are due or a tick came meanwhile; then arm the wake for the next one due.
+
+    It runs outside the coordinator's turns (the local runtime only): its one write, the clear, is a
+    transaction of its own that keeps every mark whose job changed since it was read (ADR-0042).
+    """
+    wake: int | None
+    cleared = False
+    try:
+        while True:
+            done = await started
+            if done.versions:
+                ctx.transaction(functools.partial(ctx.outbox.clear_projected, done.versions, done.fresh))
+                projection.write_points()  # J-194: after the cursor moved; at-most-once
+                cleared = True
+            if not (done.more or ctx.project_again):
+                break
+            ctx.project_again = False
+            now = ctx.clock.now()
+            following = await projection.start(TICK_ROWS, now - FIRST_PROJECTION_DELAY_MS + 1)
+            if following is None:  # no writer any more: the next tick projects in the coordinator
+                await ctx.arm(now)
+                return
+            started = following
+        # The sweep passes over jobs still marked (J-170): the ticks since this began may have passed
+        # over those it cleared, so one tick more runs now.
+        wake = ctx.clock.now() if cleared else _next_due(ctx)
+    except Exception:
+        log.exception("tsumugi: projection failed")
+        wake = ctx.clock.now() + TICK_RETRY_MS
+    if wake is not None:
+        await ctx.arm(wake)
+
+
+def _next_due(ctx: ShardContext) -> int | None:
+    """When the next projection falls due: the oldest new job's, or a changed job's still in flight."""
     waiting = [
         at for at in (ctx.outbox.earliest_fresh(), ctx.outbox.earliest_waiting_mark()) if at is not None
     ]
-    return False, min(waiting) + FIRST_PROJECTION_DELAY_MS if waiting else None
+    return min(waiting) + FIRST_PROJECTION_DELAY_MS if waiting else None
+
+
+async def _write_metrics(ctx: ShardContext, projected: list[ScalarSnapshot]) -> None:
+    if ctx.metrics is not None:
+        try:
+            await ctx.metrics.write(projected)
+        except Exception:  # M-4: logged and swallowed, never stops the tick; text from §11
+            log.exception("tsumugi: writeMetrics failed")
 
 
 async def notify_runs(ctx: ShardContext) -> tuple[bool, bool]:

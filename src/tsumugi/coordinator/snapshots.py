@@ -6,10 +6,9 @@ from __future__ import annotations
 import operator
 from typing import Final, TypeAlias
 
-from tsumugi.core import wire_format
 from tsumugi.storage.job_table import JobRow
 from tsumugi.storage.read_model_schema import JOB_COLUMNS
-from tsumugi.storage.read_model_writer import AttemptEntry, ScalarSnapshot
+from tsumugi.storage.read_model_writer import AttemptEntry, ScalarSnapshot, attempts_log_text
 
 # The D1 `job` columns copied from the shard row; `seq` and `attempts_log` are derived (J-193).
 SNAPSHOT_COLUMNS: Final = tuple(column for column in JOB_COLUMNS if column not in ("seq", "attempts_log"))
@@ -24,9 +23,3 @@ def snapshot(job: JobRow, attempts_log: list[AttemptEntry]) -> JobSnapshot:
     out["seq"] = job["version"]
     out["attempts_log"] = attempts_log_text(attempts_log)
     return out
-
-
-def attempts_log_text(attempts_log: list[AttemptEntry]) -> str | None:
-    """The ``attempts_log`` column: the newest attempts as JSON text, NULL for none."""
-    # J-192
-    return wire_format.dumps(attempts_log) if attempts_log else None

@@ -16,8 +16,9 @@ from __future__ import annotations
 import logging
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Final, TypeAlias, TypedDict
+from typing import Final, NamedTuple, TypeAlias, TypedDict
 
+from tsumugi.core import wire_format
 from tsumugi.core.json_types import JsonScalar
 from tsumugi.core.states import TERMINAL_STATES
 from tsumugi.ports import Row, SqlDatabase, SqlExecutor, SqlValue
@@ -181,12 +182,20 @@ async def insert_points(db: SqlDatabase, snapshots: Sequence[Mapping[str, object
     well past the read-model sweep's 7 days, so metrics still outlive the job rows.
     """
     # M-5
+    statements = point_statements(snapshots)
+    if statements:
+        await db.batch(statements)
+    return len(statements) - 1 if statements else 0
+
+
+def point_statements(snapshots: Sequence[Mapping[str, object]]) -> list[tuple[str, Sequence[SqlValue]]]:
+    """``insert_points``' batch: one insert per terminal snapshot, then the prune; empty for none."""
+    # M-5
     points = [p for p in (metric_point(s) for s in snapshots) if p is not None]
-    if points:
-        newest_ms = max(int(p[0] or 0) for p in points)
-        prune = (PRUNE_POINTS_SQL, (newest_ms - KEPT_HOURS * HOUR_MS,))
-        await db.batch([*((INSERT_POINT_SQL, p) for p in points), prune])
-    return len(points)
+    if not points:
+        return []
+    newest_ms = max(int(p[0] or 0) for p in points)
+    return [*((INSERT_POINT_SQL, p) for p in points), (PRUNE_POINTS_SQL, (newest_ms - KEPT_HOURS * HOUR_MS,))]
 
 
 class LocalMetricsWriter:
@@ -258,12 +267,72 @@ def _snapshot(values: Row) -> ScalarSnapshot:
     return snap
 
 
+def attempts_log_text(attempts_log: list[AttemptEntry]) -> str | None:
+    """The ``attempts_log`` column: the newest attempts as JSON text, NULL for none."""
+    # J-192
+    return wire_format.dumps(attempts_log) if attempts_log else None
+
+
+Projected: TypeAlias = Mapping[str, "tuple[SqlValue, SqlValue] | None"]
+
+
+class ProjectedJobs(NamedTuple):
+    """What a projection wrote, as its shard clears it: ``ProjectionOutbox.clear_projected``'s arguments
+    and whether more jobs were due than it took."""
+
+    versions: Projected
+    fresh: Mapping[str, int]
+    more: bool
+
+
+class ProjectionBatch(NamedTuple):
+    """One projection's jobs: each one's snapshot (None: gone since it was marked), the ``created_at``
+    of those that also wait in ``fresh``, and whether more were due than the batch took."""
+
+    snapshots: dict[str, ScalarSnapshot | None]
+    fresh: dict[str, int]
+    more: bool
+
+    def present(self) -> list[ScalarSnapshot]:
+        """The snapshots to upsert: every job the shard still holds."""
+        return [snap for snap in self.snapshots.values() if snap is not None]
+
+    def projected(self) -> ProjectedJobs:
+        """What ``clear_projected`` checks: each job's projected ``(version, created_at)``, None if gone."""
+        versions = {i: None if s is None else (s["seq"], s["created_at"]) for i, s in self.snapshots.items()}
+        return ProjectedJobs(versions, self.fresh, self.more)
+
+
 class ProjectionOutbox:
     """The ``outbox`` and ``fresh`` tables of one shard as its projection reads and clears them, and the
     newest attempts its snapshots carry (``JobStore`` marks the jobs)."""
 
     def __init__(self, sql: SqlExecutor) -> None:
         self.sql = sql
+
+    def collect(self, limit: int, changed_before_ms: int) -> ProjectionBatch:
+        """Up to ``limit`` jobs due for projection, with their snapshots complete.
+
+        Changed jobs go first (``due_snapshots``), then new ones created before ``changed_before_ms``
+        (ADR-0119). The reads see one state of the shard only if nothing commits between them: run
+        them in a transaction, or with no await in between.
+        """
+        # J-192
+        snaps, fresh = self.due_snapshots(limit, changed_before_ms)
+        if len(snaps) < limit:
+            due_fresh = self.fresh_ids(changed_before_ms, limit - len(snaps))
+            new_ids = [job_id for job_id in due_fresh if job_id not in snaps]
+            found = self.snapshots_of(new_ids)
+            snaps.update((job_id, found.get(job_id)) for job_id in new_ids)  # None: gone since
+            fresh.update(due_fresh)
+        # A job that never finished an attempt has no attempt rows: they are written only by a report,
+        # with the job's attempts (never lowered, J-93, J-132) raised in the same transaction (ADR-0105).
+        tried = [job_id for job_id, snap in snaps.items() if snap is not None and snap["attempts"]]
+        for job_id, log_entries in self.newest_attempts(tried).items():
+            snap = snaps[job_id]
+            assert snap is not None  # tried
+            snap["attempts_log"] = attempts_log_text(log_entries)
+        return ProjectionBatch(snaps, fresh, len(snaps) >= limit)
 
     def due_snapshots(
         self, limit: int, changed_before_ms: int
@@ -343,9 +412,7 @@ class ProjectionOutbox:
         rows = self.sql.execute("SELECT created_at FROM fresh ORDER BY created_at LIMIT 1")
         return integer(rows[0][0]) if rows else None
 
-    def clear_projected(
-        self, projected: Mapping[str, tuple[SqlValue, SqlValue] | None], fresh_created: Mapping[str, int]
-    ) -> None:
+    def clear_projected(self, projected: Projected, fresh_created: Mapping[str, int]) -> None:
         """Unmark projected jobs unless they changed again since (their version moved on).
 
         ``projected`` maps each id to the ``(version, created_at)`` that was projected, None for a job

@@ -20,7 +20,7 @@ from tsumugi.core.flow.model import Flow
 from tsumugi.core.json_types import JsonObject
 from tsumugi.core.schedules import ScheduleDef
 from tsumugi.ports import AlarmPort, SqlDatabase, SqlExecutor
-from tsumugi.runtimes.local.read_model_process import WriterProcess
+from tsumugi.runtimes.local.read_model_process import ShardFileProjection, WriterProcess
 from tsumugi.runtimes.local.run_storage import MAX_CONNECTED_RUNS, ConnectionBudget, DeferredSqliteExecutor
 from tsumugi.runtimes.local.serial_coordinators import CoordinatorFactory
 from tsumugi.runtimes.local.sql_database import SqliteDatabase, apply_migrations
@@ -133,6 +133,10 @@ class EngineWiring:
         return {"RUN": (RUNS_KIND, run), "SCHEDULER": (SCHEDULER_KIND, scheduler)}
 
     def job_shard(self, name: str, sql: SqlExecutor, alarm: AlarmPort, runtime: LocalRuntime) -> JobShard:
+        projection = None
+        # ADR-0171: the writer process projects a shard from its file; one a test wrapped projects itself.
+        if self._writer_process is not None and type(sql) is SqliteExecutor and on_disk(sql.path):
+            projection = ShardFileProjection(self._writer_process, sql.path)
         return JobShard(
             name,
             sql,
@@ -144,4 +148,5 @@ class EngineWiring:
             runs=runtime.env["RUN"],
             rand=self._rand,
             metrics=self._metrics,
+            projection=projection,
         )

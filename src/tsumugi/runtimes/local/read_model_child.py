@@ -1,11 +1,20 @@
 """The read model's writer process (``read_model_process``): runs the writes it reads on stdin.
 
 Run as a script with only the standard library: ``read_model_child.py <database file> <pages of log
-past which a commit checkpoints>``. A request is a frame, a 4-byte big-endian length and a
-pickle of ``(kind, statements)``: ``"batch"`` runs every statement in one transaction, runs of the same
-statement through one ``executemany``; ``"run"`` runs its one statement and answers the rows changed.
-The answer, a frame too, is ``(None, rowcount)`` or ``((sqlite3 error class, message, error code),
-None)``. The process ends when stdin closes, after answering every request it read.
+past which a commit checkpoints> <directory holding the tsumugi package>``. A request is a frame, a
+4-byte big-endian length and a pickle of ``(kind, body)``:
+
+- ``"batch"``, statements: runs them in one transaction, runs of the same statement through one
+  ``executemany``;
+- ``"run"``, one statement: runs it and answers the rows changed;
+- ``"project"``, ``(shard file, limit, cutoff)``: reads the shard's due jobs from its file, as its
+  coordinator would (``ProjectionOutbox.collect``), upserts them and answers the ``ProjectedJobs`` the
+  coordinator clears (ADR-0171); their metric points wait for
+- ``"points"``, shard file: writes the points of that shard's last projection, answers how many.
+
+The answer, a frame too, is ``(None, value)`` or ``((sqlite3 error class, message, error code),
+None)``. The process ends when stdin closes, after answering every request it read. Only a projection
+imports the package (about 60 ms, once): plain writes start as fast as the interpreter.
 """
 
 from __future__ import annotations
@@ -15,12 +24,18 @@ import operator
 import pickle
 import sqlite3
 import sys
-from collections.abc import Iterable, Sequence
-from typing import BinaryIO, Final
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, BinaryIO, Final, TypeAlias, TypeVar, cast
+
+if TYPE_CHECKING:  # the process itself imports the package only to project (``Writer._project``)
+    from tsumugi.ports import Row, SqlValue
 
 HEAD: Final = 4  # bytes of a frame's length
 PAGE_CACHE_KIB: Final = 65_536  # 64 MiB, here and on the runtime's connection: hot indexes at 1M rows
 BUSY_TIMEOUT_MS: Final = 5_000  # as ``sqlite_files``' (no package imports here): the cron sweep's write
+OPEN_SHARDS: Final = 64  # shard files kept open between projections; the least recently used closes
+T = TypeVar("T")
+Statements: TypeAlias = "list[tuple[str, Sequence[SqlValue]]]"
 
 _NO_VALUES: Final[dict[None, None]] = {}
 sqlite3.register_adapter(type(None), _NO_VALUES.get)  # None binds as NULL without an adapter miss (ADR-0166)
@@ -51,15 +66,89 @@ def run_batch(conn: sqlite3.Connection, statements: Iterable[tuple[str, Iterable
         raise
 
 
-def _apply(conn: sqlite3.Connection, kind: str, statements: list[tuple[str, Sequence[object]]]) -> int:
-    if kind == "run":
-        [(sql, params)] = statements
-        return conn.execute(sql, tuple(params)).rowcount
-    run_batch(conn, statements)
-    return 0
+class _ShardReads:
+    """A shard's file as ``ProjectionOutbox`` reads it here: ``execute`` only (``SqlExecutor``'s writes
+    refuse), each projection's reads in one read transaction, so that they see one state of the shard."""
+
+    def __init__(self, path: str) -> None:
+        self.conn = sqlite3.connect(path, isolation_level=None)
+        self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        self.conn.execute("PRAGMA query_only=1")
+
+    def execute(self, sql: str, params: Sequence[SqlValue] = ()) -> list[Row]:
+        rows: list[Row] = self.conn.execute(sql, tuple(params)).fetchall()
+        return rows
+
+    def execute_many(self, sql: str, rows: Iterable[Sequence[SqlValue]]) -> None:
+        raise sqlite3.OperationalError("the writer process only reads a shard's file")
+
+    def transaction(self, fn: Callable[[], T]) -> T:
+        self.conn.execute("BEGIN")
+        try:
+            return fn()
+        finally:
+            self.conn.execute("COMMIT")
 
 
-def serve(path: str, safety_net_pages: int, requests: BinaryIO, answers: BinaryIO) -> None:
+class Writer:
+    """The requests' work on the read model's connection, and the shard files projections read."""
+
+    def __init__(self, conn: sqlite3.Connection, package_dir: str) -> None:
+        self.conn = conn
+        self._package_dir = package_dir
+        self._shards: dict[str, _ShardReads] = {}  # oldest use first
+        self._points: dict[str, Statements] = {}  # by shard, until "points"
+        self._metrics_ddl: Sequence[str] = ()
+        self._metrics_table = False
+
+    def apply(self, kind: str, body: object) -> object:
+        """One request's work and its answer; ``body`` is what ``read_model_process`` sends for ``kind``."""
+        if kind == "run":
+            [(sql, params)] = cast("Statements", body)
+            return self.conn.execute(sql, tuple(params)).rowcount
+        if kind == "project":
+            shard_file, limit, changed_before_ms = cast("tuple[str, int, int]", body)
+            return self._project(shard_file, limit, changed_before_ms)
+        if kind == "points":
+            return self._write_points(cast("str", body))
+        run_batch(self.conn, cast("Statements", body))
+        return 0
+
+    def _project(self, shard_file: str, limit: int, changed_before_ms: int) -> object:
+        if self._package_dir not in sys.path:
+            sys.path.insert(0, self._package_dir)
+        from tsumugi.storage import read_model_writer as rm  # only a projection needs it
+
+        reads = self._shards.pop(shard_file, None) or _ShardReads(shard_file)
+        self._shards[shard_file] = reads
+        if len(self._shards) > OPEN_SHARDS:
+            oldest = next(iter(self._shards))
+            self._shards.pop(oldest).conn.close()
+        outbox = rm.ProjectionOutbox(reads)
+        batch = reads.transaction(lambda: outbox.collect(limit, changed_before_ms))
+        present = batch.present()
+        if present:
+            run_batch(self.conn, [(rm.UPSERT_JOB_SQL, rm.job_row(snap)) for snap in present])
+        self._points[shard_file] = rm.point_statements(present)
+        self._metrics_ddl = rm.METRICS_DDL
+        return batch.projected()
+
+    def _write_points(self, shard_file: str) -> int:
+        points = self._points.pop(shard_file, [])
+        if not points:
+            return 0
+        made = self._metrics_ddl if not self._metrics_table else ()  # on demand (ADR-0064), once
+        run_batch(self.conn, [*((sql, ()) for sql in made), *points])
+        self._metrics_table = True
+        return len(points) - 1  # the prune is the last statement
+
+    def close(self) -> None:
+        for reads in self._shards.values():
+            reads.conn.close()  # after the runtime's: the last close of a shard's file removes its log
+        self.conn.close()
+
+
+def serve(path: str, safety_net_pages: int, package_dir: str, requests: BinaryIO, answers: BinaryIO) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     conn.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KIB}")
@@ -68,20 +157,21 @@ def serve(path: str, safety_net_pages: int, requests: BinaryIO, answers: BinaryI
     # The runtime's checkpoint thread copies the log back about once a second (ADR-0162); a checkpoint
     # inside a commit is the safety net only, as on the runtime's own connections.
     conn.execute(f"PRAGMA wal_autocheckpoint={safety_net_pages}")
+    writer = Writer(conn, package_dir)
     try:
-        while (body := _frame(requests)) is not None:
-            kind, statements = pickle.loads(body)
+        while (frame := _frame(requests)) is not None:
+            kind, body = pickle.loads(frame)
             answer: tuple[object, object]
             try:
-                answer = (None, _apply(conn, kind, statements))
+                answer = (None, writer.apply(kind, body))
             except sqlite3.Error as error:
                 answer = ((type(error).__name__, str(error), getattr(error, "sqlite_errorcode", None)), None)
-            frame = pickle.dumps(answer, pickle.HIGHEST_PROTOCOL)
-            answers.write(len(frame).to_bytes(HEAD, "big") + frame)
+            out = pickle.dumps(answer, pickle.HIGHEST_PROTOCOL)
+            answers.write(len(out).to_bytes(HEAD, "big") + out)
             answers.flush()
     finally:
-        conn.close()
+        writer.close()
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], int(sys.argv[2]), sys.stdin.buffer, sys.stdout.buffer)
+    serve(sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.stdin.buffer, sys.stdout.buffer)

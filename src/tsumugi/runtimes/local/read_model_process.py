@@ -31,19 +31,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
+import tsumugi
 from tsumugi.errors import LocalRuntimeError
 from tsumugi.ports import SqlValue
 from tsumugi.runtimes.local import read_model_child
 from tsumugi.runtimes.local.serial_coordinators import outside_turn
 from tsumugi.runtimes.local.sql_database import SqliteDatabase
 from tsumugi.runtimes.local.wal_checkpoints import CHECKPOINTS, SAFETY_NET_PAGES
+from tsumugi.storage.read_model_writer import ProjectedJobs
 
 log = logging.getLogger("tsumugi.local")
+metrics_log = logging.getLogger("tsumugi")  # as the shard's own metrics writer logs
 
 CHILD_SCRIPT: Final = str(Path(read_model_child.__file__).resolve())
+PACKAGE: Final = str(Path(tsumugi.__file__).resolve().parent.parent)  # a projection imports it there
 HEAD: Final = read_model_child.HEAD
 CLOSE_WAIT_S: Final = 10.0  # a child still writing a batch when the runtime stops is given this long
-Statements = Sequence[tuple[str, Sequence[SqlValue]]]
 
 
 class WriterExitedError(LocalRuntimeError):
@@ -53,7 +56,7 @@ class WriterExitedError(LocalRuntimeError):
 class _Answers(asyncio.Protocol):
     """Reads the child's answers and settles the waiting writes, oldest first."""
 
-    def __init__(self, waiting: deque[asyncio.Future[int]]) -> None:
+    def __init__(self, waiting: deque[asyncio.Future[object]]) -> None:
         self._waiting = waiting
         self._buffer = bytearray()
         self.closed = False
@@ -65,13 +68,13 @@ class _Answers(asyncio.Protocol):
             size = int.from_bytes(buffer[:HEAD], "big")
             if len(buffer) < HEAD + size:
                 return
-            error, rowcount = pickle.loads(buffer[HEAD : HEAD + size])
+            error, value = pickle.loads(buffer[HEAD : HEAD + size])
             del buffer[: HEAD + size]
             future = self._waiting.popleft()
             if future.done():
                 continue  # its caller was cancelled; the write was made all the same
             if error is None:
-                future.set_result(rowcount)
+                future.set_result(value)
             else:
                 future.set_exception(_sqlite_error(*error))
 
@@ -108,9 +111,10 @@ class WriterProcess:
         self._unsent = bytearray()  # what the pipe had no room for yet
         self._answers: _Answers | None = None
         self._answer_pipe: asyncio.ReadTransport | None = None
-        self._waiting: deque[asyncio.Future[int]] = deque()
+        self._waiting: deque[asyncio.Future[object]] = deque()
         self._inline = False  # no child could be started: write here
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop that watches the pipes
+        self._closing = False
 
     @property
     def pid(self) -> int | None:
@@ -126,31 +130,63 @@ class WriterProcess:
         return await self._reads.all(sql, params)
 
     async def run(self, sql: str, params: Sequence[SqlValue] = ()) -> int:
-        changed = None if self._inline else await self._send("run", [(sql, params)])
-        return await self._reads.run(sql, params) if changed is None else changed
+        if not await self._ready():
+            return await self._reads.run(sql, params)
+        changed = await self._ask("run", [(sql, params)])
+        assert isinstance(changed, int)  # the child's rowcount
+        return changed
 
     async def batch(self, statements: Sequence[tuple[str, Sequence[SqlValue]]]) -> None:
         if not statements:
             return
-        if self._inline or await self._send("batch", statements) is None:  # the child binds each as a tuple
+        if await self._ready():
+            await self._ask("batch", list(statements))  # the child binds each as a tuple
+        else:
             await self._reads.batch(statements)
 
-    async def _send(self, kind: str, statements: Statements) -> int | None:
-        """The child's answer to one write; None when no child can be started (write here instead)."""
+    async def project_shard(
+        self, shard_file: str, limit: int, changed_before_ms: int
+    ) -> asyncio.Future[object] | None:
+        """Ask the child to read the shard's due jobs from ``shard_file`` and upsert them (ADR-0171); the
+        future settles with its ``ProjectedJobs``. None when no child can be started."""
+        if not await self._ready():
+            return None
+        return self._send("project", (shard_file, limit, changed_before_ms))
+
+    def write_points(self, shard_file: str) -> asyncio.Future[object] | None:
+        """Ask the child to write the metric points of the shard's last projection (J-194); its answer
+        is how many. None when no child runs: they were lost with the one that held them (M-4)."""
         if self._answers is None or self._answers.closed:
-            if not await self._start():
-                return None
-        frame = pickle.dumps((kind, list(statements)), pickle.HIGHEST_PROTOCOL)
-        answer: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+            return None
+        return self._send("points", shard_file)
+
+    async def _ready(self) -> bool:
+        """Whether a child runs to write, starting one if the last ended; False: write here instead."""
+        if self._inline:
+            return False
+        if self._answers is None or self._answers.closed:
+            return await self._start()
+        return True
+
+    async def _ask(self, kind: str, body: object) -> object:
+        """The running child's answer to one request."""
+        return await outside_turn(self._send(kind, body))
+
+    def _send(self, kind: str, body: object) -> asyncio.Future[object]:
+        """Send one request to the running child; the future settles with its answer."""
+        frame = pickle.dumps((kind, body), pickle.HIGHEST_PROTOCOL)
+        answer: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         self._waiting.append(answer)
         try:
             self._write(len(frame).to_bytes(HEAD, "big") + frame)
         except OSError as error:  # the child is gone; its answers' pipe ends and fails the rest
             self._waiting.remove(answer)
             raise WriterExitedError(f"the read model's writer process exited: {error}") from error
-        changed = await outside_turn(answer)
+        answer.add_done_callback(self._wrote)
+        return answer
+
+    def _wrote(self, _answer: asyncio.Future[object]) -> None:
         CHECKPOINTS.mark(self._reads.path)  # the runtime's checkpoint thread copies the child's log back
-        return changed
 
     def _write(self, data: bytes) -> None:
         if self._unsent:
@@ -182,7 +218,15 @@ class WriterProcess:
         read_end, write_end = os.pipe()
         try:
             process = subprocess.Popen(
-                [sys.executable, "-I", "-S", CHILD_SCRIPT, self._reads.path, str(SAFETY_NET_PAGES)],
+                [
+                    sys.executable,
+                    "-I",
+                    "-S",
+                    CHILD_SCRIPT,
+                    self._reads.path,
+                    str(SAFETY_NET_PAGES),
+                    PACKAGE,
+                ],
                 stdin=read_end,
                 stdout=subprocess.PIPE,
             )
@@ -219,10 +263,74 @@ class WriterProcess:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+            self._read_last_answers(process)
         if self._answer_pipe is not None:
             self._answer_pipe.close()
             self._answer_pipe = None
 
+    @property
+    def closing(self) -> bool:
+        """Whether ``close`` was called: what the child had not answered by then is dropped, not failed."""
+        return self._closing
+
+    def _read_last_answers(self, process: subprocess.Popen[bytes]) -> None:
+        """Settle the requests the child answered before it ended: the loop, stopped here, has not read
+        them (a projection's metric points, sent without waiting)."""
+        if self._answers is None or process.stdout is None or not self._waiting:
+            return
+        with contextlib.suppress(OSError):  # the pipe the loop reads without blocking: at its end now
+            while chunk := os.read(process.stdout.fileno(), 65_536):
+                self._answers.data_received(chunk)
+
     def close(self) -> None:
         """End the child once it has made every write sent to it; the reads close with their database."""
+        self._closing = True
         self._stop()
+
+
+class ShardFileProjection:
+    """``ShardProjection`` of one shard by the writer process, which reads the shard's file (ADR-0171).
+
+    The shard's coordinator then only clears what was projected: the reads, the snapshots and the
+    upserts, a fifth of the engine's work per job, run beside it.
+    """
+
+    # J-192, J-194
+
+    def __init__(self, writer: WriterProcess, shard_file: str) -> None:
+        self._writer = writer
+        self._file = shard_file
+
+    async def start(self, limit: int, changed_before_ms: int) -> asyncio.Future[ProjectedJobs] | None:
+        answer = await self._writer.project_shard(self._file, limit, changed_before_ms)
+        if answer is None:
+            return None
+        projected: asyncio.Future[ProjectedJobs] = asyncio.get_running_loop().create_future()
+
+        def settle(done: asyncio.Future[object]) -> None:
+            if done.cancelled() or self._writer.closing:  # the runtime stops: nothing will collect it
+                projected.cancel()
+            elif (error := done.exception()) is not None:
+                projected.set_exception(error)
+            elif isinstance(value := done.result(), ProjectedJobs):
+                projected.set_result(value)
+            else:
+                projected.set_exception(TypeError(f"the writer process answered a projection with {value!r}"))
+
+        answer.add_done_callback(settle)
+        return projected
+
+    def write_points(self) -> None:
+        try:
+            written = self._writer.write_points(self._file)
+        except WriterExitedError:  # M-4: logged and swallowed, never stops the tick
+            metrics_log.exception("tsumugi: writeMetrics failed")
+            return
+        if written is not None:
+            written.add_done_callback(_log_points_failure)
+
+
+def _log_points_failure(written: asyncio.Future[object]) -> None:
+    error = None if written.cancelled() else written.exception()
+    if error is not None:  # M-4: logged and swallowed
+        metrics_log.error("tsumugi: writeMetrics failed", exc_info=error)

@@ -84,6 +84,11 @@ class SqliteExecutor:
             self._conn.execute(f"PRAGMA wal_autocheckpoint={SAFETY_NET_PAGES}")
             CHECKPOINTS.watch(self._path)
 
+    @property
+    def path(self) -> str:
+        """The database file, or ``:memory:``."""
+        return self._path
+
     def execute(self, sql: str, params: Sequence[SqlValue] = ()) -> list[Row]:
         rows = self._run(sql, params)
         if self._depth == 0 and self._checkpointed:  # a statement outside a transaction commits itself
