@@ -197,6 +197,13 @@ class ShardContext(CoordinatorContext):
         self.events = EventOutbox(sql)
         self._settings: ShardSettings | None = None
 
+    def close(self) -> None:
+        """Stop applying the projection running beside: its storage is closing. Its marks stay, and
+        are projected again when the shard is next opened."""
+        if self.projecting is not None:
+            self.projecting.cancel()
+            self.projecting = None
+
     def forget(self) -> None:
         """A rollback forgets the cached settings (ADR-0131).
 

@@ -83,6 +83,10 @@ class JobShard(ShardControls):
     def name(self) -> str:
         return self.ctx.name
 
+    def close(self) -> None:
+        """Called as the runtime closes the shard's storage (the local runtime only)."""
+        self.ctx.close()
+
     # ------------------------------------------------------------------ enqueue (J-22..J-39, J-50)
     async def enqueue_many(
         self, inputs: Sequence[Mapping[str, object]], settings: JsonMapping | None = None

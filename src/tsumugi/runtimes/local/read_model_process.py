@@ -162,6 +162,8 @@ class WriterProcess:
 
     async def _ready(self) -> bool:
         """Whether a child runs to write, starting one if the last ended; False: write here instead."""
+        if self._closing:
+            raise WriterExitedError("the read model's writer process was closed")
         if self._inline:
             return False
         if self._answers is None or self._answers.closed:

@@ -324,9 +324,12 @@ class SerialCoordinators:
         if self._slots.get(slot.name) is slot:
             del self._slots[slot.name]
         self._idle.pop(slot.name, None)
-        close = getattr(slot.sql, "close", None)
-        if callable(close):
-            close()
+        # The coordinator first: it stops using its storage. Its class's own method, never one a stand-in
+        # makes up for any name.
+        for closing in (slot.coordinator, slot.sql):
+            close = getattr(type(closing), "close", None)
+            if callable(close):
+                close(closing)
         unsynced = getattr(self._alarms, "unsynced", None)
         only_in_memory = callable(unsynced) and slot.key in unsynced()  # its write failed (ADR-0131)
         if self._journal is not None and not self._alarm_due(slot) and not only_in_memory:
