@@ -152,7 +152,8 @@ class ShardProjection(Protocol):
 
     def write_points(self) -> None:
         """After the clear: write the metric points of the last projection. Never raises: a failure is
-        logged where it happens (M-4)."""
+        logged where it happens."""
+        # M-4
         ...
 
 

@@ -154,8 +154,9 @@ class WriterProcess:
         return self._send("project", (shard_file, limit, changed_before_ms))
 
     def write_points(self, shard_file: str) -> asyncio.Future[object] | None:
-        """Ask the child to write the metric points of the shard's last projection (J-194); its answer
-        is how many. None when no child runs: they were lost with the one that held them (M-4)."""
+        """Ask the child to write the metric points of the shard's last projection; its answer is how
+        many. None when no child runs: they were lost with the one that held them (at most once)."""
+        # J-194, M-4
         if self._answers is None or self._answers.closed:
             return None
         return self._send("points", shard_file)
