@@ -266,11 +266,12 @@ async def send(ctx: ShardContext, plan: TickPlan) -> None:
 
 
 async def project(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:
-    """Upsert up to 200 dirty jobs into the read model.
+    """Upsert up to 200 dirty jobs into the read model, or start that beside the shard (ADR-0171).
 
     Changed jobs go first — finished ones at once, the others once their change is
     ``FIRST_PROJECTION_DELAY_MS`` old (ADR-0135) — then new jobs that old (ADR-0119). Returns whether more
-    are due now, and when the next waiting one falls due.
+    are due now, and when the next waiting one falls due (a projection beside the shard arms that
+    itself).
     """
     # J-192
     cutoff = now_ms - FIRST_PROJECTION_DELAY_MS + 1

@@ -71,7 +71,9 @@ class _ShardReads:
     refuse), each projection's reads in one read transaction, so that they see one state of the shard."""
 
     def __init__(self, path: str) -> None:
-        self.conn = sqlite3.connect(path, isolation_level=None)
+        # mode=rw: a shard's file that is gone is an error, never a new empty file
+        uri = "file:" + path.replace("%", "%25").replace("?", "%3f").replace("#", "%23") + "?mode=rw"
+        self.conn = sqlite3.connect(uri, uri=True, isolation_level=None)
         self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         self.conn.execute("PRAGMA query_only=1")
 

@@ -295,7 +295,7 @@ class ShardFileProjection:
     """``ShardProjection`` of one shard by the writer process, which reads the shard's file (ADR-0171).
 
     The shard's coordinator then only clears what was projected: the reads, the snapshots and the
-    upserts, a fifth of the engine's work per job, run beside it.
+    upserts run beside it, on another core.
     """
 
     # J-192, J-194
