@@ -198,6 +198,14 @@ class ShardContext(CoordinatorContext):
         self.events = EventOutbox(sql)
         self._settings: ShardSettings | None = None
 
+    async def finish_projection(self, timeout_s: float) -> None:
+        """Let the projection running beside finish (and the ones it starts while more are due), for up
+        to ``timeout_s``; then it is cancelled."""
+        running = self.projecting
+        if running is not None and not running.done():
+            await asyncio.wait({running}, timeout=timeout_s)
+        self.close()
+
     def close(self) -> None:
         """Stop applying the projection running beside: its storage is closing. Its marks stay, and
         are projected again when the shard is next opened."""

@@ -83,6 +83,11 @@ class JobShard(ShardControls):
     def name(self) -> str:
         return self.ctx.name
 
+    async def quiesce(self, timeout_s: float) -> None:
+        """Called as the runtime stops, before it closes the shard (the local runtime only): the
+        projection running beside the shard finishes, so the listing is complete at the stop."""
+        await self.ctx.finish_projection(timeout_s)
+
     def close(self) -> None:
         """Called as the runtime closes the shard's storage (the local runtime only)."""
         self.ctx.close()

@@ -44,6 +44,7 @@ from tsumugi.runtimes.local.sql_database import SqliteDatabase
 log = logging.getLogger("tsumugi.local")
 
 SHUTDOWN_GRACE_S = 5.0  # attempts still running after this are cut; their messages are redelivered
+PROJECTION_GRACE_S = 2.0  # a projection still running this long into the stop is left to the next start
 # ADR-0132: runs kept in memory between calls (settled ones are closed at once); only the 128 most
 # recently used of them stay connected (run_storage.MAX_CONNECTED_RUNS).
 MAX_IDLE_COORDINATORS = 256
@@ -194,6 +195,8 @@ class LocalRuntime:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.ctx.drain()
         await self.alarms.stop()
+        for coordinators in self._coordinators.values():
+            await coordinators.quiesce(PROJECTION_GRACE_S)
         for coordinators in self._coordinators.values():
             coordinators.close()
         if self._wiring is not None:

@@ -269,6 +269,16 @@ class SerialCoordinators:
                 _gate.reset(token)
                 self._alarms.handled(slot.key)
 
+    async def quiesce(self, timeout_s: float) -> None:
+        """Let every open coordinator finish the work it runs beside its turns, for up to ``timeout_s``
+        (a job shard's projection, ADR-0171); ``close`` follows."""
+        waits = []
+        for slot in list(self._slots.values()):
+            quiesce = getattr(type(slot.coordinator), "quiesce", None)  # its class's own, as for close
+            if callable(quiesce):
+                waits.append(quiesce(slot.coordinator, timeout_s))
+        await asyncio.gather(*waits)
+
     def close(self) -> None:
         """Close every open coordinator; the journal keeps those with a due alarm for the next start."""
         for slot in list(self._slots.values()):
