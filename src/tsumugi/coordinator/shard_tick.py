@@ -276,7 +276,7 @@ async def project(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:
     # J-192
     cutoff = now_ms - FIRST_PROJECTION_DELAY_MS + 1
     if ctx.projection is not None:
-        beside = await _project_beside(ctx, ctx.projection, now_ms)
+        beside = await _project_beside(ctx, ctx.projection, cutoff)
         if beside is not None:
             return beside
     batch = ctx.outbox.collect(TICK_ROWS, cutoff)
@@ -292,32 +292,29 @@ async def project(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:
 
 
 async def _project_beside(
-    ctx: ShardContext, projection: ShardProjection, now_ms: int
+    ctx: ShardContext, projection: ShardProjection, cutoff: int
 ) -> tuple[bool, int | None] | None:
     """Start a projection beside the coordinator unless one runs (ADR-0171); None: none can run here.
 
-    The tick does not wait for it: ``_collect_beside`` applies it.
+    The tick does not wait for it: ``_collect_beside`` applies it, and arms the next wake itself.
     """
     running = ctx.projecting
     if running is not None and not running.done():
         ctx.project_again = True  # it may have read before this tick's changes
-    else:
-        started = await projection.start(TICK_ROWS, now_ms - FIRST_PROJECTION_DELAY_MS + 1)
-        if started is None:
-            return None
-        ctx.project_again = False
-        ctx.projecting = asyncio.ensure_future(_collect_beside(ctx, projection, started))
-    # What is due already, the projection under way takes (it goes on while more are); what falls due
-    # later, the tick arms.
-    return False, _next_due(ctx, since_ms=now_ms - FIRST_PROJECTION_DELAY_MS + 1)
+        return False, None
+    started = await projection.start(TICK_ROWS, cutoff)
+    if started is None:
+        return None
+    ctx.project_again = False
+    ctx.projecting = asyncio.ensure_future(_collect_beside(ctx, projection, started))
+    return False, None
 
 
 async def _collect_beside(
     ctx: ShardContext, projection: ShardProjection, started: asyncio.Future[ProjectedJobs]
 ) -> None:
     """Clear each projection made beside the coordinator as it comes back, and start the next while
-    more are due or a tick came meanwhile. The ticks arm the wake for the next one due; this arms one
-    only for the sweep, or after a failure.
+    more are due or a tick came meanwhile; then arm the wake for the next one due.
 
     It runs outside the coordinator's turns (the local runtime only): its one write, the clear, is a
     transaction of its own that keeps every mark whose job changed since it was read (ADR-0042).
@@ -341,9 +338,8 @@ async def _collect_beside(
                 return
             started = following
         # The sweep passes over jobs still marked (J-170): the ticks since this began may have passed
-        # over those it cleared, so if one is due, a tick runs now.
-        now = ctx.clock.now()
-        wake = now if cleared and any(at <= now for at in _sweep_due(ctx)) else None
+        # over those it cleared, so one tick more runs now.
+        wake = ctx.clock.now() if cleared else _next_due(ctx)
     except Exception:
         log.exception("tsumugi: projection failed")
         wake = ctx.clock.now() + TICK_RETRY_MS
@@ -351,13 +347,10 @@ async def _collect_beside(
         await ctx.arm(wake)
 
 
-def _next_due(ctx: ShardContext, since_ms: int = 0) -> int | None:
-    """When the next projection falls due: the oldest new job's, or a changed job's still in flight;
-    of those new or changed at ``since_ms`` or later."""
+def _next_due(ctx: ShardContext) -> int | None:
+    """When the next projection falls due: the oldest new job's, or a changed job's still in flight."""
     waiting = [
-        at
-        for at in (ctx.outbox.earliest_fresh(since_ms), ctx.outbox.earliest_waiting_mark(since_ms))
-        if at is not None
+        at for at in (ctx.outbox.earliest_fresh(), ctx.outbox.earliest_waiting_mark()) if at is not None
     ]
     return min(waiting) + FIRST_PROJECTION_DELAY_MS if waiting else None
 
@@ -426,18 +419,6 @@ def _notice_input(notice: Notice) -> JsonObject:
     return wire
 
 
-def _sweep_due(ctx: ShardContext) -> list[int]:
-    """When the oldest finished job of each state falls due for the sweep."""
-    settings = ctx.settings
-    due: list[int] = []
-    for states, keep_ms in ((_DONE, settings.sweep_after_ms), (_FAILED, settings.failed_retention_ms)):
-        for state in states:
-            earliest = ctx.lanes.earliest_finished(state)
-            if earliest is not None:
-                due.append(earliest + keep_ms + 1)  # strictly older than the cutoff (J-170)
-    return due
-
-
 def sweep(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:
     """Delete finished jobs past retention; returns (more remain, when to wake for the next)."""
     # J-170
@@ -452,7 +433,12 @@ def sweep(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:
             )
         if doomed:
             ctx.jobs.delete_many(doomed)  # attempt rows first, then the jobs (J-170)
-        due = _sweep_due(ctx)
+        due: list[int] = []
+        for states, keep_ms in ((_DONE, settings.sweep_after_ms), (_FAILED, settings.failed_retention_ms)):
+            for state in states:
+                earliest = ctx.lanes.earliest_finished(state)
+                if earliest is not None:
+                    due.append(earliest + keep_ms + 1)  # strictly older than the cutoff (J-170)
         wake = max(min(due), now_ms + SWEEP_MIN_WAIT_MS) if due else None
         return len(doomed) >= TICK_ROWS, wake
 

@@ -387,14 +387,12 @@ class ProjectionOutbox:
                     entries.append(attempt_entry(zip(ATTEMPT_KEYS, row, strict=True)))
         return found
 
-    def earliest_waiting_mark(self, since_ms: int = 0) -> int | None:
-        """When the earliest marked job still in flight last changed state (its projection waits), of
-        those that changed at ``since_ms`` or later."""
+    def earliest_waiting_mark(self) -> int | None:
+        """When the earliest marked job still in flight last changed state (its projection waits)."""
         rows = self.sql.execute(
             # CROSS JOIN keeps the (small) outbox as the outer loop whatever the planner guesses.
             "SELECT min(j.updated_at) FROM outbox o CROSS JOIN job j ON j.id = o.job_id "
-            f"WHERE j.state NOT IN {_TERMINAL_LIST} AND j.updated_at >= ?",
-            (since_ms,),
+            f"WHERE j.state NOT IN {_TERMINAL_LIST}"
         )
         return optional_integer(rows[0][0]) if rows else None
 
@@ -409,12 +407,9 @@ class ProjectionOutbox:
         )
         return {str(job_id): integer(created_at) for job_id, created_at in rows}
 
-    def earliest_fresh(self, since_ms: int = 0) -> int | None:
-        """``created_at`` of the oldest job still waiting for its first projection, of those created at
-        ``since_ms`` or later."""
-        rows = self.sql.execute(
-            "SELECT created_at FROM fresh WHERE created_at >= ? ORDER BY created_at LIMIT 1", (since_ms,)
-        )
+    def earliest_fresh(self) -> int | None:
+        """``created_at`` of the oldest job still waiting for its first projection."""
+        rows = self.sql.execute("SELECT created_at FROM fresh ORDER BY created_at LIMIT 1")
         return integer(rows[0][0]) if rows else None
 
     def clear_projected(self, projected: Projected, fresh_created: Mapping[str, int]) -> None:
