@@ -311,9 +311,10 @@ class ShardFileProjection:
         projected: asyncio.Future[ProjectedJobs] = asyncio.get_running_loop().create_future()
 
         def settle(done: asyncio.Future[object]) -> None:
+            error = None if done.cancelled() else done.exception()  # retrieved, whatever follows
             if done.cancelled() or self._writer.closing:  # the runtime stops: nothing will collect it
                 projected.cancel()
-            elif (error := done.exception()) is not None:
+            elif error is not None:
                 projected.set_exception(error)
             elif isinstance(value := done.result(), ProjectedJobs):
                 projected.set_result(value)
