@@ -16,7 +16,7 @@ from tsumugi.ports import SqlExecutor, SqlValue
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
 from tsumugi.storage.job_lookups import JobLookups
 from tsumugi.storage.job_table import JOB_COLUMNS, JobRow, JobStore, scheduled_lane, seq_floor
-from tsumugi.storage.read_model_writer import ProjectionOutbox
+from tsumugi.storage.projection_outbox import ProjectionOutbox
 from tsumugi.storage.shard_schema import ensure_shard_schema
 from tsumugi.storage.tick_tables import LaneQueries, UniqueKeys
 

@@ -12,10 +12,11 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import ClassVar, Final, Protocol, TypeVar
+from typing import ClassVar, Final, TypeVar
 
 from tsumugi.clock import Clock
 from tsumugi.coordinator.run_ports import RunPeers, RunProjection
+from tsumugi.coordinator.shard_ports import MetricsWriter, ShardProjection
 from tsumugi.core import wire_format
 from tsumugi.core.config import RunSettings
 from tsumugi.core.flow.model import Flow
@@ -27,7 +28,7 @@ from tsumugi.storage.attempt_log import AttemptLog
 from tsumugi.storage.event_outbox import EventOutbox
 from tsumugi.storage.job_lookups import JobLookups
 from tsumugi.storage.job_table import JobStore
-from tsumugi.storage.read_model_writer import ProjectedJobs, ProjectionOutbox
+from tsumugi.storage.projection_outbox import ProjectionOutbox
 from tsumugi.storage.run_outbox import RunOutbox
 from tsumugi.storage.run_schema import ensure_run_schema
 from tsumugi.storage.run_store import RunStore, run_snapshot
@@ -121,40 +122,6 @@ class CoordinatorContext:
         """After a failed tick: the alarm is force-set ``TICK_RETRY_MS`` from now."""
         # F-38, S-16
         await self.alarm_port.set_alarm(self.clock.now() + TICK_RETRY_MS)
-
-
-class MetricsWriter(Protocol):
-    """Writes one metrics point per terminal snapshot after a projection.
-
-    Should not raise; if it does, the tick logs ``tsumugi: writeMetrics failed`` and goes on.
-    """
-
-    # J-194, M-4
-
-    async def write(self, snapshots: Sequence[Mapping[str, object]]) -> int: ...
-
-
-class ShardProjection(Protocol):
-    """A shard's projection made beside its coordinator, from the shard's committed rows.
-
-    The local runtime's writer process reads the due jobs from the shard's file and upserts them into
-    the read model there (ADR-0171); the coordinator only clears what was projected, as each answer
-    comes, so that its ticks never wait for the read model. Where it cannot (no writer process could start),
-    ``start`` answers None and the coordinator projects itself.
-    """
-
-    # J-192, J-194
-
-    async def start(self, limit: int, changed_before_ms: int) -> asyncio.Future[ProjectedJobs] | None:
-        """Begin reading up to ``limit`` due jobs as ``ProjectionOutbox.collect`` does, and upserting
-        them; the future settles with what was written."""
-        ...
-
-    def write_points(self) -> None:
-        """After the clear: write the metric points of the last projection. Never raises: a failure is
-        logged where it happens."""
-        # M-4
-        ...
 
 
 class ShardContext(CoordinatorContext):

@@ -16,12 +16,13 @@ from typing import Final
 
 from tsumugi import telemetry
 from tsumugi.clock import Clock
-from tsumugi.coordinator import lifecycle_log, shard_tick
-from tsumugi.coordinator.context import TICK_RETRY_MS, MetricsWriter, ShardContext, ShardProjection, log
+from tsumugi.coordinator import lifecycle_log, shard_projection, shard_tick
+from tsumugi.coordinator.context import TICK_RETRY_MS, ShardContext, log
 from tsumugi.coordinator.enqueue_wire import EnqueueItem, maybe_int, opt_int, opt_number, text
 from tsumugi.coordinator.job_transitions import apply_report, apply_reports
 from tsumugi.coordinator.shard_controls import ShardControls
 from tsumugi.coordinator.shard_enqueue_keys import KeyedEnqueue
+from tsumugi.coordinator.shard_ports import MetricsWriter, ShardProjection
 from tsumugi.coordinator.shard_tick import plan_tick
 from tsumugi.core import wire_format
 from tsumugi.core.backoff import DEFAULT_BACKOFF
@@ -163,7 +164,7 @@ class JobShard(ShardControls):
         wake: list[int | None] = [plan.next_alarm_at]
         rerun = plan.rerun
         try:
-            more, fresh_due_at = await shard_tick.project(ctx, now)
+            more, fresh_due_at = await shard_projection.project(ctx, now)
             rerun = rerun or more
             wake.append(fresh_due_at)
         except Exception:

@@ -7,8 +7,9 @@ import operator
 from typing import Final, TypeAlias
 
 from tsumugi.storage.job_table import JobRow
+from tsumugi.storage.projection_outbox import AttemptEntry, attempts_log_text
 from tsumugi.storage.read_model_schema import JOB_COLUMNS
-from tsumugi.storage.read_model_writer import AttemptEntry, ScalarSnapshot, attempts_log_text
+from tsumugi.storage.read_model_writer import ScalarSnapshot
 
 # The D1 `job` columns copied from the shard row; `seq` and `attempts_log` are derived (J-193).
 SNAPSHOT_COLUMNS: Final = tuple(column for column in JOB_COLUMNS if column not in ("seq", "attempts_log"))

@@ -10,7 +10,7 @@ deletes them with their job (``job_table``).
 from __future__ import annotations
 
 from tsumugi.ports import SqlExecutor
-from tsumugi.storage.read_model_writer import (
+from tsumugi.storage.projection_outbox import (
     ATTEMPT_KEYS,
     ATTEMPT_SELECT,
     SNAPSHOT_ATTEMPTS,

@@ -119,14 +119,15 @@ class Writer:
     def _project(self, shard_file: str, limit: int, changed_before_ms: int) -> object:
         if self._package_dir not in sys.path:
             sys.path.insert(0, self._package_dir)
-        from tsumugi.storage import read_model_writer as rm  # only a projection needs it
+        from tsumugi.storage import read_model_writer as rm  # only a projection needs them
+        from tsumugi.storage.projection_outbox import ProjectionOutbox
 
         reads = self._shards.pop(shard_file, None) or _ShardReads(shard_file)
         self._shards[shard_file] = reads
         if len(self._shards) > OPEN_SHARDS:
             oldest = next(iter(self._shards))
             self._shards.pop(oldest).conn.close()
-        outbox = rm.ProjectionOutbox(reads)
+        outbox = ProjectionOutbox(reads)
         batch = reads.transaction(lambda: outbox.collect(limit, changed_before_ms))
         present = batch.present()
         if present:

@@ -38,7 +38,7 @@ from tsumugi.runtimes.local import read_model_child
 from tsumugi.runtimes.local.serial_coordinators import outside_turn
 from tsumugi.runtimes.local.sql_database import SqliteDatabase
 from tsumugi.runtimes.local.wal_checkpoints import CHECKPOINTS, SAFETY_NET_PAGES
-from tsumugi.storage.read_model_writer import ProjectedJobs
+from tsumugi.storage.projection_outbox import ProjectedJobs
 
 log = logging.getLogger("tsumugi.local")
 metrics_log = logging.getLogger("tsumugi")  # as the shard's own metrics writer logs
