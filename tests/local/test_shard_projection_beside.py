@@ -104,16 +104,33 @@ async def _listed_as(state_dir: Path, job_ids: list[str], state: str = "COMPLETE
     )
 
 
+async def _quick(runtime: LocalRuntime, count: int) -> list[str]:
+    """Enqueue ``count`` Quick jobs; their ids."""
+    return await APP.enqueue_many(
+        runtime.env, [{"binding": "Quick", "payload": {"n": n}} for n in range(count)]
+    )
+
+
+async def _writer_once_listing(runtime: LocalRuntime, state: Path) -> int:
+    """The writer process's id, once it has listed a first job."""
+    [first] = await _quick(runtime, 1)
+    await _listed_as(state, [first])
+    [pid] = _writer_pids()
+    return pid
+
+
+async def _cleared(state: Path, binding: str) -> None:
+    await polling.until(lambda: _marked(state, binding) == 0, f"{binding}'s marks cleared", DEADLINE_S)
+
+
 async def test_settled_jobs_are_listed_with_their_attempts_and_one_metric_point_each(tmp_path: Path) -> None:
     state = tmp_path / "state"
     async with _runtime(state) as runtime:
         flaky = await APP.enqueue(runtime.env, {"binding": "Flaky", "payload": {}, "backoff": FAST_RETRY})
-        quick = await APP.enqueue_many(
-            runtime.env, [{"binding": "Quick", "payload": {"n": n}} for n in range(5)]
-        )
+        quick = await _quick(runtime, 5)
         await _settled(runtime, [flaky, *quick])
         await _listed_as(state, [flaky, *quick])
-        await polling.until(lambda: _marked(state, "Flaky") == 0, "Flaky's marks cleared", DEADLINE_S)
+        await _cleared(state, "Flaky")
         assert len(_writer_pids()) == 1
     with _read(state / "read_model.sqlite3") as db:
         [(log_text, attempts)] = db.execute("SELECT attempts_log, attempts FROM job WHERE id = ?", (flaky,))
@@ -128,38 +145,28 @@ async def test_settled_jobs_are_listed_with_their_attempts_and_one_metric_point_
 async def test_a_stopped_writer_holds_up_the_listing_and_never_the_jobs(tmp_path: Path) -> None:
     state = tmp_path / "state"
     async with _runtime(state) as runtime:
-        first = await APP.enqueue(runtime.env, {"binding": "Quick", "payload": {}})
-        await _listed_as(state, [first])
-        [pid] = _writer_pids()
+        pid = await _writer_once_listing(runtime, state)
         os.kill(pid, signal.SIGSTOP)
         try:
-            later = await APP.enqueue_many(
-                runtime.env, [{"binding": "Quick", "payload": {"n": n}} for n in range(50)]
-            )
+            later = await _quick(runtime, 50)
             await _settled(runtime, later)  # dispatched and settled while the writer cannot answer
             assert not any(_listed(state).get(job_id) == "COMPLETED" for job_id in later)
         finally:
             os.kill(pid, signal.SIGCONT)
         await _listed_as(state, later)
-        await polling.until(lambda: _marked(state, "Quick") == 0, "the marks cleared", DEADLINE_S)
+        await _cleared(state, "Quick")
 
 
-async def test_a_killed_writer_fails_one_projection_and_the_next_one_catches_up(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+async def test_a_killed_writer_fails_one_projection_and_the_next_one_catches_up(tmp_path: Path) -> None:
     state = tmp_path / "state"
     async with _runtime(state) as runtime:
-        first = await APP.enqueue(runtime.env, {"binding": "Quick", "payload": {}})
-        await _listed_as(state, [first])
-        [killed] = _writer_pids()
+        killed = await _writer_once_listing(runtime, state)
         os.kill(killed, signal.SIGKILL)
-        later = await APP.enqueue_many(
-            runtime.env, [{"binding": "Quick", "payload": {"n": n}} for n in range(20)]
-        )
+        later = await _quick(runtime, 20)
         await _settled(runtime, later)
         await _listed_as(state, later)  # a tick retries what failed, on a new writer process
         assert killed not in _writer_pids()
-        await polling.until(lambda: _marked(state, "Quick") == 0, "the marks cleared", DEADLINE_S)
+        await _cleared(state, "Quick")
 
 
 async def test_a_runtime_stopped_at_once_has_listed_every_settled_job(
@@ -168,9 +175,7 @@ async def test_a_runtime_stopped_at_once_has_listed_every_settled_job(
     state = tmp_path / "state"
     with caplog.at_level(logging.ERROR, logger="tsumugi"):
         async with _runtime(state) as runtime:
-            job_ids = await APP.enqueue_many(
-                runtime.env, [{"binding": "Quick", "payload": {"n": n}} for n in range(200)]
-            )
+            job_ids = await _quick(runtime, 200)
             await _settled(runtime, job_ids)
         # The stop let the projections under way finish: nothing is left to list, nothing was logged.
         assert _writer_pids() == []
