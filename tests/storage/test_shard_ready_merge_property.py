@@ -25,9 +25,14 @@ jobs_strategy = st.lists(
 
 
 @settings(max_examples=60, deadline=None)
-@given(jobs_strategy, st.sampled_from([None, 1000, 60_000]), st.integers(1, 7))
+@given(
+    jobs_strategy,
+    st.sampled_from([None, 1000, 60_000]),
+    st.integers(1, 7),
+    st.none() | st.integers(1, 50),
+)
 def test_merge_equals_pure_order(
-    specs: list[tuple[float, int, int]], aging: int | None, page_rows: int
+    specs: list[tuple[float, int, int]], aging: int | None, page_rows: int, first_rows: int | None
 ) -> None:
     # J-142, J-150a: every ready job, in effective priority / created_at / id order
     sql = SqliteExecutor()
@@ -58,6 +63,7 @@ def test_merge_equals_pure_order(
             views.append(
                 JobView(id=str(row["id"]), state="SCHEDULED", priority=priority, created_at=created_at)
             )
-    merged = [j["id"] for j in LaneQueries(sql).ready_in_order(NOW, aging, page_rows=page_rows)]
+    lanes = LaneQueries(sql)
+    merged = [j["id"] for j in lanes.ready_in_order(NOW, aging, page_rows=page_rows, first_rows=first_rows)]
     assert merged == [v.id for v in sorted(views, key=lambda v: candidate_order(v, NOW, aging))]
     sql.close()

@@ -167,7 +167,7 @@ def _read_candidates(ctx: ShardContext, now_ms: int, want: int) -> tuple[list[Jo
     out: list[JobRow] = []
     extra = 0
     aging = ctx.settings.policy.aging_interval_ms
-    for job in ctx.lanes.ready_in_order(now_ms, aging, page_rows=min(want + 1, MAX_DISPATCH)):
+    for job in ctx.lanes.ready_in_order(now_ms, aging, first_rows=want + 1):
         out.append(job)
         expired = job["expires_at"] is not None and now_ms >= job["expires_at"]
         if (job["concurrency_key"] is not None or expired) and extra < SKIP_BUDGET:
