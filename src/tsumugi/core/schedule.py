@@ -292,12 +292,20 @@ class _Walk:
             self.token_wake_at = _earliest(self.token_wake_at, self.now_ms + wait_ms)
 
     def run(self, ready: list[SchedulableJob]) -> list[Decision]:
-        ready.sort(key=lambda j: candidate_order(j, self.now_ms, self.policy.aging_interval_ms))
-        out: list[Decision] = [Expire(j.id) for j in ready if _expired(j, self.now_ms)]
-        candidates = [j for j in ready if not _expired(j, self.now_ms)]
-        if candidates and self.policy.paused:
+        now_ms, policy = self.now_ms, self.policy
+        aging = policy.aging_interval_ms
+        ready.sort(key=lambda j: candidate_order(j, now_ms, aging))
+        out: list[Decision] = []
+        candidates: list[SchedulableJob] = []
+        for job in ready:
+            if job.expires_at is not None and now_ms >= job.expires_at:
+                out.append(Expire(job.id))
+            else:
+                candidates.append(job)
+        if candidates and policy.paused:
             self.flags["paused"] = True  # J-149b: a pause stops dispatching only
             return out
+        shortest: int | None = None  # the shortest timeout dispatched: the earliest silence deadline
         for job in candidates:
             if self.slots <= 0:
                 self.flags["capacity"] = True
@@ -307,24 +315,35 @@ class _Walk:
                 self._wake_for_tokens(self.bucket, None)
                 break
             key = job.concurrency_key
-            if key is not None:
-                if self.key_in_flight.get(key, 0) >= self.policy.key_concurrency(key):
-                    self.flags["per_key"] = True
-                    continue  # other keys must not starve behind a full key (J-143.3)
-                if self.policy.key_rate(key) is not None and self._key_bucket(key).tokens < 1:
-                    self.flags["per_key_tokens"] = True
-                    self._wake_for_tokens(self._key_bucket(key), key)
-                    continue
+            if key is not None and self._key_holds_back(key):
+                continue  # other keys must not starve behind a full key (J-143.3)
             out.append(Dispatch(job.id))
             self.slots -= 1
-            self.bucket = _take(self.bucket)
+            if not math.isinf(self.bucket.tokens):
+                self.bucket = _take(self.bucket)
             if key is not None:
-                self.key_in_flight[key] = self.key_in_flight.get(key, 0) + 1
-                if self.policy.key_rate(key) is not None:
-                    self.key_buckets[key] = _take(self._key_bucket(key))
-            deadline = self.now_ms + job.timeout_ms + self.policy.reaper_grace_ms
-            self.next_deadline = _earliest(self.next_deadline, deadline)
+                self._spend_key(key)
+            if shortest is None or job.timeout_ms < shortest:
+                shortest = job.timeout_ms
+        if shortest is not None:
+            self.next_deadline = now_ms + shortest + policy.reaper_grace_ms
         return out
+
+    def _key_holds_back(self, key: str) -> bool:
+        """Whether ``key``'s concurrency or its tokens hold its next job back (flagged as blocked)."""
+        if self.key_in_flight.get(key, 0) >= self.policy.key_concurrency(key):
+            self.flags["per_key"] = True
+            return True
+        if self.policy.key_rate(key) is not None and self._key_bucket(key).tokens < 1:
+            self.flags["per_key_tokens"] = True
+            self._wake_for_tokens(self._key_bucket(key), key)
+            return True
+        return False
+
+    def _spend_key(self, key: str) -> None:
+        self.key_in_flight[key] = self.key_in_flight.get(key, 0) + 1
+        if self.policy.key_rate(key) is not None:
+            self.key_buckets[key] = _take(self._key_bucket(key))
 
 
 def effective_priority(priority: float, created_at: int, now_ms: int, aging_interval_ms: int | None) -> float:
@@ -344,10 +363,6 @@ def candidate_order(
     """The dispatch sort key: effective priority descending, then ``created_at``, then ``id``."""
     aged = effective_priority(job.priority, job.created_at, now_ms, aging_interval_ms)
     return (-aged, job.created_at, job.id)
-
-
-def _expired(job: SchedulableJob, now_ms: int) -> bool:
-    return job.expires_at is not None and now_ms >= job.expires_at
 
 
 def _take(bucket: Bucket) -> Bucket:

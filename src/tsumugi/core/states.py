@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from typing import Final, Literal, TypeAlias, TypedDict, get_args
 
 from tsumugi.core import wire_format
@@ -177,7 +178,10 @@ def outcome_from_wire(wire: Mapping[str, object]) -> AttemptOutcome:
     reported = attempt if isinstance(attempt, int) else None
     if wire.get("ok"):
         spawns = wire.get("spawns")
-        return Completed(wire.get("result"), spawns if isinstance(spawns, (list, tuple)) else None, reported)
+        result = wire.get("result")
+        if result is None and spawns is None:
+            return _returned_nothing(reported)
+        return Completed(result, spawns if isinstance(spawns, (list, tuple)) else None, reported)
     retry = wire.get("retry")
     chosen: Retry = None
     if isinstance(retry, Mapping):
@@ -187,6 +191,13 @@ def outcome_from_wire(wire: Mapping[str, object]) -> AttemptOutcome:
         elif kind == "at":
             chosen = At(int(retry["at"]))
     return Failed(wire.get("error"), chosen, reported)
+
+
+@lru_cache(maxsize=64)
+def _returned_nothing(attempt: int | None) -> Completed:
+    """The outcome of an attempt that returned nothing and spawned nothing, most attempts' report: one
+    shared value per attempt number, since building a frozen dataclass costs more than looking one up."""
+    return Completed(None, None, attempt)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +243,17 @@ def is_stale(job: ReportedJob, reported_attempt: object) -> bool:
     return isinstance(reported_attempt, int) and reported_attempt != job["attempts"] + 1
 
 
+def _completed_log(attempts: int) -> Literal["COMPLETED"] | None:
+    """The attempt row a success writes: only a success after a failed attempt has one (J-95)."""
+    return "COMPLETED" if attempts > 1 else None
+
+
+@lru_cache(maxsize=64)
+def _completed_without_result(attempts: int) -> ReportEffect:
+    """The effect of a success with no result: one shared value per attempt count (it is immutable)."""
+    return ReportEffect("COMPLETED", attempts, log_state=_completed_log(attempts))
+
+
 def decide_report(
     job: ReportedJob, outcome: AttemptOutcome, now_ms: int, rand: float, backoff: RetryBackoff = DEFAULT
 ) -> ReportEffect | None:
@@ -245,10 +267,11 @@ def decide_report(
     attempts = job["attempts"] + 1  # J-93: a reported attempt is finished
     match outcome:
         case Completed(result=result):
+            if result is None:
+                return _completed_without_result(attempts)
             text, stored = encode_result(result)
             if stored or job["run_id"] is None:
-                log: Literal["COMPLETED"] | None = "COMPLETED" if attempts > 1 else None  # J-95
-                return ReportEffect("COMPLETED", attempts, result=text, log_state=log)
+                return ReportEffect("COMPLETED", attempts, result=text, log_state=_completed_log(attempts))
             error: object = RESULT_NOT_STORED  # J-72: a flow node's result must be stored: a failure
             retry: Retry = None
         case Failed(error=error, retry=retry):
