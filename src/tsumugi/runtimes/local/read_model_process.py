@@ -184,6 +184,8 @@ class WriterProcess:
             self._write(len(frame).to_bytes(HEAD, "big") + frame)
         except OSError as error:  # the child is gone; its answers' pipe ends and fails the rest
             self._waiting.remove(answer)
+            if self._answers is not None:
+                self._answers.closed = True  # the next request starts another, even before that pipe ends
             raise WriterExitedError(f"the read model's writer process exited: {error}") from error
         answer.add_done_callback(self._wrote)
         return answer
