@@ -40,7 +40,7 @@ from tsumugi.core.states import FAILURE_STATES, JobState
 from tsumugi.logging import jobs_log
 from tsumugi.ports import takes_encoded
 from tsumugi.storage.event_outbox import Notice
-from tsumugi.storage.job_table import JobRow
+from tsumugi.storage.job_table import DISPATCH_COLUMNS, JobRow
 from tsumugi.storage.tick_tables import BUCKET, LAST_BLOCKED
 
 TICK_ROWS: Final = 200  # J-162/J-163: reaped, projected, notified, swept rows per tick; the rest re-runs
@@ -167,7 +167,7 @@ def _read_candidates(ctx: ShardContext, now_ms: int, want: int) -> tuple[list[Jo
     out: list[JobRow] = []
     extra = 0
     aging = ctx.settings.policy.aging_interval_ms
-    for job in ctx.lanes.ready_in_order(now_ms, aging, first_rows=want + 1):
+    for job in ctx.lanes.ready_in_order(now_ms, aging, first_rows=want + 1, columns=DISPATCH_COLUMNS):
         out.append(job)
         expired = job["expires_at"] is not None and now_ms >= job["expires_at"]
         if (job["concurrency_key"] is not None or expired) and extra < SKIP_BUDGET:

@@ -24,8 +24,9 @@ from tsumugi.ports import Row, SqlExecutor, SqlValue
 class JobRow(TypedDict):
     """One ``job`` row as a plain dict (zero cost on the hot path).
 
-    The ``REPORT_COLUMNS`` are in every row read; the others are absent from a report's narrower read.
-    JSON columns (``backoff``, ``payload``, ``result``) hold their text.
+    Most reads hold every column. Two hold fewer: a report's read only the ``REPORT_COLUMNS``, a tick's
+    read of its ready candidates only the ``DISPATCH_COLUMNS``. JSON columns (``backoff``, ``payload``,
+    ``result``) hold their text.
     """
 
     id: str
@@ -68,6 +69,13 @@ REPORT_COLUMNS: Final[tuple[str, ...]] = tuple(
     "cancel_requested_at traceparent result".split()
 )
 
+# What a tick reads of each ready candidate: what the dispatch decision, the queue message, the lifecycle
+# log and the queue lag read. A row costs per column read, and the candidates are read on every tick.
+DISPATCH_COLUMNS: Final[tuple[str, ...]] = tuple(
+    "id binding state priority attempts max_attempts concurrency_key guarantee timeout_ms run_after "
+    "created_at dispatched_at heartbeat_at payload expires_at traceparent cancel_requested_at".split()
+)
+
 MAX_BOUND_PARAMS: Final = 100  # Durable Object SQL binds at most 100 parameters per statement
 SEQ_PER_MS: Final = 1000  # snapshot seq floor = now_ms * 1000: monotonic even if a job id is re-created
 
@@ -88,7 +96,7 @@ _job_dict: Final[Callable[[Iterable[tuple[str, SqlValue]]], JobRow]] = dict  # t
 
 
 def job_from_row(row: Row, columns: tuple[str, ...] = JOB_COLUMNS) -> JobRow:
-    """A job row from ``SELECT`` of ``columns`` (every column, or ``REPORT_COLUMNS``)."""
+    """A job row from ``SELECT`` of ``columns`` (every column, ``REPORT_COLUMNS`` or ``DISPATCH_COLUMNS``)."""
     return _job_dict(zip(columns, row, strict=True))
 
 

@@ -27,6 +27,7 @@ from tsumugi.core.schedule import Bucket, effective_priority
 from tsumugi.core.states import IN_FLIGHT_STATES
 from tsumugi.ports import SqlExecutor
 from tsumugi.storage.job_table import (
+    JOB_COLUMNS,
     JOB_SELECT,
     JobRow,
     RowExpression,
@@ -61,29 +62,32 @@ class LaneQueries:
             )
         return found
 
-    def _stream(self, priority: float, first_rows: int, page_rows: int) -> Iterator[JobRow]:
+    def _stream(
+        self, priority: float, first_rows: int, page_rows: int, columns: tuple[str, ...]
+    ) -> Iterator[JobRow]:
         """Ready jobs of one priority in ``created_at, id`` order, paged by keyset: ``first_rows``, then
-        ``page_rows`` at a time."""
+        ``page_rows`` at a time, with ``columns`` (which hold ``id`` and ``created_at``)."""
+        select = JOB_SELECT if columns is JOB_COLUMNS else ", ".join(columns)
         after: tuple[int, str] | None = None
         limit = first_rows
         while True:
             if after is None:
                 rows = self.sql.execute(
-                    f"SELECT {JOB_SELECT} FROM job WHERE state = 'SCHEDULED' AND ready = 1 AND lane_at = ? "
+                    f"SELECT {select} FROM job WHERE state = 'SCHEDULED' AND ready = 1 AND lane_at = ? "
                     "ORDER BY created_at, id LIMIT ?",
                     (priority, limit),
                 )
             else:
                 rows = self.sql.execute(
-                    f"SELECT {JOB_SELECT} FROM job WHERE state = 'SCHEDULED' AND ready = 1 AND lane_at = ? "
+                    f"SELECT {select} FROM job WHERE state = 'SCHEDULED' AND ready = 1 AND lane_at = ? "
                     "AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
                     (priority, after[0], after[1], limit),
                 )
             for row in rows:
-                yield job_from_row(row)
+                yield job_from_row(row, columns)
             if len(rows) < limit:
                 return
-            last = job_from_row(rows[-1])
+            last = job_from_row(rows[-1], columns)
             after = (last["created_at"], last["id"])
             limit = page_rows
 
@@ -93,22 +97,24 @@ class LaneQueries:
         aging_interval_ms: int | None,
         page_rows: int = PAGE_ROWS,
         first_rows: int | None = None,
+        columns: tuple[str, ...] = JOB_COLUMNS,
     ) -> Iterator[JobRow]:
         """All ready jobs in dispatch order: a k-way merge of the per-priority streams.
 
         Within one priority, ``created_at`` ascending means aged priority descending, so each stream is
         already sorted by the global key (ADR-0043). Each stream reads ``first_rows`` rows first (what the
-        caller expects to take; ``page_rows`` unless given), then ``page_rows`` at a time.
+        caller expects to take; ``page_rows`` unless given), then ``page_rows`` at a time. The rows hold
+        ``columns`` (every column by default; ``id``, ``priority`` and ``created_at`` at least).
         """
         first = max(1, page_rows if first_rows is None else first_rows)
         page_rows = max(1, page_rows)
         priorities = self.ready_priorities()
         if len(priorities) == 1:  # one stream is already in order: no merge, no key per row
-            yield from self._stream(priorities[0], first, page_rows)
+            yield from self._stream(priorities[0], first, page_rows, columns)
             return
         heap: list[tuple[float, int, str, int, JobRow, Iterator[JobRow]]] = []
         for n, priority in enumerate(priorities):
-            stream = self._stream(priority, first, page_rows)
+            stream = self._stream(priority, first, page_rows, columns)
             head = next(stream, None)
             if head is not None:
                 heap.append((*self._key(head, now_ms, aging_interval_ms), n, head, stream))
