@@ -3,6 +3,10 @@
 ``send_batch`` inserts; the consumer leases a batch, and settles it in one transaction: acked
 messages are deleted, retried ones become visible again. A lease is void after a restart, so a
 message whose batch was cut short by a crash is delivered again (ADR-0053).
+
+A consumer that found nothing to lease waits as a ``Handoff``: then a send stores its messages already
+leased and hands them over, with no lease of its own (ADR-0172). Nothing older is waiting then, so
+messages are still delivered oldest first, and each is stored before it is handed over.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import asyncio
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import NamedTuple, cast
+from typing import NamedTuple, Protocol, cast
 
 from tsumugi.clock import Clock
 from tsumugi.core.json_types import JsonObject
@@ -48,6 +52,18 @@ class LeasedMessage(NamedTuple):
     attempts: int  # deliveries so far, this one included (Cloudflare's ``message.attempts``)
 
 
+class Handoff(Protocol):
+    """A consumer that takes messages straight from a send, leased as they are stored (ADR-0172)."""
+
+    def room(self) -> int:
+        """How many messages it takes now: 0 unless it waits with nothing to lease and a slot free."""
+        ...
+
+    def take(self, leased: list[LeasedMessage]) -> None:
+        """Deliver ``leased`` (at most ``room()``), stored leased, as if they had been leased."""
+        ...
+
+
 class DurableQueue:
     """Producer and store of the local dispatch queue; ``sql`` is the store of ``path``."""
 
@@ -57,6 +73,7 @@ class DurableQueue:
             self._db.execute(statement)
         self._clock = clock
         self.arrived = asyncio.Event()  # set by send_batch and by retries; the consumer waits on it
+        self.handoff: Handoff | None = None  # the consumer, which hands itself over while it waits
 
     async def send_batch(self, messages: Sequence[JsonObject]) -> None:
         """Persist ``messages`` (at most 100, like ``Queue.sendBatch``) before returning."""
@@ -69,11 +86,31 @@ class DurableQueue:
         if not bodies:
             return
         now_ms = self._clock.now()
-        rows = [(body, now_ms) for body in bodies]
-        self._db.transaction(
-            lambda: self._db.execute_many("INSERT INTO message (body, visible_at) VALUES (?, ?)", rows)
-        )
-        self.arrived.set()
+        handoff = self.handoff
+        room = handoff.room() if handoff is not None else 0
+        taken, rest = bodies[:room], bodies[room:]
+
+        def run() -> list[LeasedMessage]:
+            leased: list[LeasedMessage] = []
+            if taken:  # stored as a lease would leave them: their first delivery, out for LEASE_MS
+                [(top,)] = self._db.execute("SELECT max(id) FROM message")
+                first = 1 if top is None else int(top) + 1
+                leased = [LeasedMessage(first + n, body, 1) for n, body in enumerate(taken)]
+                self._db.execute_many(
+                    "INSERT INTO message (id, body, attempts, visible_at) VALUES (?, ?, 1, ?)",
+                    [(message.id, message.body, now_ms + LEASE_MS) for message in leased],
+                )
+            if rest:
+                self._db.execute_many(
+                    "INSERT INTO message (body, visible_at) VALUES (?, ?)", [(body, now_ms) for body in rest]
+                )
+            return leased
+
+        leased = self._db.transaction(run)
+        if leased and handoff is not None:
+            handoff.take(leased)
+        if rest:
+            self.arrived.set()
 
     def void_leases(self) -> int:
         """Make every leased message visible again (at start: no consumer of a past process is alive)."""

@@ -3,6 +3,9 @@
 Settling follows a Cloudflare Queue consumer: a message is acked by ``ack()`` or implicitly when the
 handler returns; ``retry()`` (or a handler that raises) makes it visible again; a message delivered
 more than ``max_retries + 1`` times is dropped (ADR-0053).
+
+A consumer with nothing to lease waits as the queue's ``Handoff``: sends hand their messages over while
+it has a batch slot free and nothing older is visible (ADR-0172).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from collections.abc import Awaitable, Callable
 
 from tsumugi.clock import Clock
 from tsumugi.core.json_types import JsonValue
-from tsumugi.runtimes.local.dispatch_queue import DurableQueue, LeasedMessage
+from tsumugi.runtimes.local.dispatch_queue import DurableQueue, Handoff, LeasedMessage
 
 log = logging.getLogger("tsumugi.local")
 
@@ -60,7 +63,7 @@ class LocalMessage:
 BatchHandler = Callable[[list[LocalMessage]], Awaitable[None]]
 
 
-class QueueConsumer:
+class QueueConsumer(Handoff):
     """Leases batches from a ``DurableQueue`` and runs ``handler`` on them, several batches at a time."""
 
     def __init__(
@@ -77,38 +80,72 @@ class QueueConsumer:
         self._handler = handler
         self._clock = clock
         self._batch_size = batch_size
-        self._slots = asyncio.Semaphore(max_concurrency)
+        self._free = max_concurrency  # batch slots free: a batch in flight holds one
+        self._freed = asyncio.Event()
         self._max_retries = max_retries
         self._batches: set[asyncio.Task[None]] = set()
         self._stopping = False
+        self._waiting = False  # found nothing to lease: sends hand their messages over meanwhile
         self._unsettled: list[tuple[list[int], list[tuple[int, int]]]] = []  # settles the disk refused
         self._store_failures = 0
 
     async def run(self) -> None:
         """Deliver until ``stop()``."""
+        self._queue.handoff = self
+        try:
+            await self._run()
+        finally:
+            self._queue.handoff = None
+
+    async def _run(self) -> None:
         while True:
-            await self._slots.acquire()
+            await self._slot()
             if self._stopping:
-                self._slots.release()
+                self._release()
                 return
             self._queue.arrived.clear()  # cleared before leasing, so a send during the lease still wakes us
             try:
                 self._settle_unsettled()
                 leased = self._queue.lease(self._batch_size)
             except sqlite3.OperationalError as error:  # ADR-0131: a full disk pauses delivery, never ends it
-                self._slots.release()
+                self._release()
                 await self._store_failed(error)
                 continue
             if self._store_failures:
                 log.warning("tsumugi: the dispatch queue is written again")
                 self._store_failures = 0
             if not leased:
-                self._slots.release()
+                self._release()
                 await self._wait_for_messages()
                 continue
-            task = asyncio.get_running_loop().create_task(self._deliver(leased))
-            self._batches.add(task)
-            task.add_done_callback(self._batches.discard)
+            self._start(leased)
+
+    def room(self) -> int:
+        """``Handoff.room``: while this waits with nothing visible to lease, a batch per free slot."""
+        if not self._waiting or self._stopping or self._queue.arrived.is_set():
+            return 0  # busy leasing, stopping, or older messages are visible: they go first
+        return self._free * self._batch_size
+
+    def take(self, leased: list[LeasedMessage]) -> None:
+        """``Handoff.take``: deliver messages a send stored leased, in batches, each in a free slot."""
+        for start in range(0, len(leased), self._batch_size):
+            self._free -= 1
+            self._start(leased[start : start + self._batch_size])
+
+    def _start(self, leased: list[LeasedMessage]) -> None:
+        task = asyncio.get_running_loop().create_task(self._deliver(leased))
+        self._batches.add(task)
+        task.add_done_callback(self._batches.discard)
+
+    async def _slot(self) -> None:
+        while self._free <= 0:
+            self._freed.clear()
+            await self._freed.wait()
+        self._free -= 1
+
+    def _release(self) -> None:
+        self._free += 1
+        self._freed.set()
 
     async def stop(self, grace_s: float) -> None:
         """Stop leasing; give batches in flight ``grace_s`` to finish, then cancel them (leases released)."""
@@ -144,10 +181,13 @@ class QueueConsumer:
             next_visible_at = None  # the next lease meets the same error and backs off
         if next_visible_at is not None:
             timeout_s = min(timeout_s, max(0.0, (next_visible_at - self._clock.now()) / 1000))
+        self._waiting = True
         try:
             await asyncio.wait_for(self._queue.arrived.wait(), timeout_s)
         except TimeoutError:
             pass
+        finally:
+            self._waiting = False
 
     async def _deliver(self, leased: list[LeasedMessage]) -> None:
         messages = [LocalMessage(row) for row in leased]
@@ -159,7 +199,7 @@ class QueueConsumer:
             self._settle_or_keep(
                 [m.id for m in messages if m.acked], [(m.id, 0) for m in messages if not m.acked]
             )
-            self._slots.release()
+            self._release()
             raise
         except Exception:
             log.exception("tsumugi: queue handler failed; unacked messages will be retried")
@@ -167,7 +207,7 @@ class QueueConsumer:
         try:
             self._settle(messages, failed)
         finally:
-            self._slots.release()
+            self._release()
 
     def _settle(self, messages: list[LocalMessage], failed: bool) -> None:
         now_ms = self._clock.now()
