@@ -15,7 +15,7 @@ import pytest
 from tsumugi.ports import SqlExecutor, SqlValue
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
 from tsumugi.storage.job_lookups import JobLookups
-from tsumugi.storage.job_table import JOB_COLUMNS, JobRow, JobStore, scheduled_lane, seq_floor
+from tsumugi.storage.job_table import JOB_COLUMNS, JobRow, JobStore, Settle, scheduled_lane, seq_floor
 from tsumugi.storage.projection_outbox import ProjectionOutbox
 from tsumugi.storage.shard_schema import ensure_shard_schema
 from tsumugi.storage.tick_tables import LaneQueries, UniqueKeys
@@ -115,6 +115,34 @@ def test_conditional_update_reports_the_winner_once(sql: SqlExecutor) -> None:
     second = store.update("B#0:a", ("SCHEDULED",), NOW, {"state": "QUEUED", "ready": 0, "lane_at": NOW})
     assert first is not None and first["state"] == "QUEUED" and second is None
     assert first["version"] > seq_floor(NOW)
+
+
+def test_settling_many_writes_each_job_its_own_outcome_and_only_jobs_in_flight(sql: SqlExecutor) -> None:
+    # ADR-0136: jobs that end alike are written by id, the others with their values; either way only in
+    # flight
+    store = JobStore(sql)
+    ids = [f"B#0:{n:03d}" for n in range(130)]  # more alike than one statement binds
+    for job_id in ids:
+        insert(store, job(job_id, state="QUEUED", dispatched_at=NOW))
+    insert(store, job("B#0:done", state="COMPLETED", attempts=1))
+    settled = [Settle(job_id, "COMPLETED", 1, None) for job_id in ids[:-3]]
+    settled += [
+        Settle(ids[-3], "COMPLETED", 1, '{"n":1}'),
+        Settle(ids[-2], "COMPLETED", 1, '{"n":2}'),
+        Settle(ids[-1], "CANCELLED", 2, None),
+        Settle("B#0:done", "COMPLETED", 2, None),  # not in flight: left as it is
+    ]
+    moved = store.settle_many(settled, ("QUEUED", "RUNNING"), NOW + 5)
+    assert moved == set(ids)
+    rows = {
+        str(row[0]): tuple(row[1:])
+        for row in sql.execute("SELECT id, state, attempts, result, version > ? FROM job", (seq_floor(NOW),))
+    }
+    assert rows[ids[0]] == rows[ids[-4]] == ("COMPLETED", 1, None, 1)
+    assert rows[ids[-3]] == ("COMPLETED", 1, '{"n":1}', 1)
+    assert rows[ids[-2]] == ("COMPLETED", 1, '{"n":2}', 1)
+    assert rows[ids[-1]] == ("CANCELLED", 2, None, 1)
+    assert rows["B#0:done"] == ("COMPLETED", 1, None, 0)
 
 
 def test_new_jobs_wait_in_fresh_and_a_finished_one_is_marked_at_once(sql: SqlExecutor) -> None:

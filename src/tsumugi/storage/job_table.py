@@ -185,6 +185,12 @@ _SETTLE_SQL: Final = (
     "version = max(version + 1, ?) FROM (VALUES {values}) AS v "
     "WHERE job.id = v.column1 AND +job.state IN (?, ?) RETURNING job.id"
 )
+# Jobs that end alike, by id: 6 shared parameters and the in-flight states, the rest ids.
+_SETTLE_ALIKE_SQL: Final = (
+    "UPDATE job SET state = ?, attempts = ?, result = ?, ready = 0, lane_at = ?, updated_at = ?, "
+    "heartbeat_at = NULL, progress = NULL, cancel_requested_at = NULL, version = max(version + 1, ?) "
+    "WHERE +state IN ({states}) AND id IN ({ids}) RETURNING id"
+)
 MARK: Final = "INSERT OR IGNORE INTO outbox (job_id) VALUES (?)"
 # A change to a job still waiting for its first projection needs no mark: that projection reads the row.
 _MARK_UNLESS_FRESH: Final = (
@@ -354,13 +360,29 @@ class JobStore:
     def settle_many(self, settled: Sequence[Settle], from_states: Sequence[str], now_ms: int) -> set[str]:
         """Finish many in-flight jobs as ``update`` would, one statement per chunk; the ids of those that
         moved, for the caller to mark (``mark_changed_many``). The caller read the rows in this
-        transaction, so the statement returns nothing else (ADR-0158)."""
+        transaction, so the statement returns nothing else (ADR-0158).
+
+        Jobs that end alike (same state, attempts and result: most often no result at all) are written by
+        id, the others with their values beside each id."""
         changed: set[str] = set()
-        for start in range(0, len(settled), _SETTLE_ROWS):
-            part = settled[start : start + _SETTLE_ROWS]
-            values = ", ".join(["(?, ?, ?, ?)"] * len(part))
+        alike: dict[tuple[str, int, str | None], list[str]] = {}
+        for row in settled:
+            alike.setdefault(row[1:], []).append(row.job_id)
+        apart: list[Settle] = []
+        for (to_state, attempts, result), job_ids in alike.items():
+            if len(job_ids) == 1:
+                apart.append(Settle(job_ids[0], to_state, attempts, result))
+                continue
+            shared: tuple[SqlValue, ...] = (to_state, attempts, result, now_ms, now_ms, seq_floor(now_ms))
+            for part in chunks(job_ids, MAX_BOUND_PARAMS - len(shared) - len(from_states)):
+                marks = ", ".join("?" * len(part))
+                sql = _SETTLE_ALIKE_SQL.format(states=", ".join("?" * len(from_states)), ids=marks)
+                changed.update(str(row[0]) for row in self.sql.execute(sql, (*shared, *from_states, *part)))
+        for start in range(0, len(apart), _SETTLE_ROWS):
+            rows = apart[start : start + _SETTLE_ROWS]
+            values = ", ".join(["(?, ?, ?, ?)"] * len(rows))
             params: list[SqlValue] = [now_ms, now_ms, seq_floor(now_ms)]
-            for row in part:
+            for row in rows:
                 params.extend(row)
             sql = _SETTLE_SQL.format(values=values)
             changed.update(str(row[0]) for row in self.sql.execute(sql, (*params, *from_states)))
