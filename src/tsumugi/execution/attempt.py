@@ -340,7 +340,7 @@ async def claim(
 async def heartbeat_of(
     delivery: Delivery, shard: ShardRpc, job_id: str, attempt: int | None, progress: object = None
 ) -> HeartbeatResult:
-    """``ctx.heartbeat`` (bound with ``functools.partial``): the throttle is made on the first call."""
+    """``ctx.heartbeat`` of ``delivery`` (``Delivery.beat``): the throttle is made on the first call."""
     if delivery.heartbeat is None:
         batch = delivery.batch
         delivery.heartbeat = AttemptHeartbeat(

@@ -9,7 +9,6 @@ binding per batch. Attempt timeouts and heartbeat waits run on the injected cloc
 from __future__ import annotations
 
 import asyncio
-import functools
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -40,7 +39,7 @@ from tsumugi.execution.attempt import (
 from tsumugi.execution.messages import AttemptReport, DispatchMessage, SuccessReport
 from tsumugi.logging import jobs_log, log_event
 from tsumugi.payloads import PerformerTypes, dump_result, types_of
-from tsumugi.performer import JobContext, Performer, Performs, SpawnRequest, has_perform
+from tsumugi.performer import HeartbeatResult, JobContext, Performer, Performs, SpawnRequest, has_perform
 from tsumugi.ports import PerformerResolver, QueueMessage, ShardNamespace, ShardRpc, reports_later
 
 __all__ = ["DEFAULT_TIMEOUT_MS", "Delivery", "handle_batch", "perform", "success_report"]
@@ -135,12 +134,27 @@ class _Batch:
 class Delivery:
     """One message of a batch; settled once it is acked and its report (if any) was sent."""
 
-    __slots__ = ("batch", "heartbeat", "job_id", "message", "settled", "task", "timer", "trace")
+    __slots__ = (
+        "attempt",
+        "batch",
+        "heartbeat",
+        "job_id",
+        "limit_ms",
+        "message",
+        "settled",
+        "shard",
+        "task",
+        "timer",
+        "trace",
+    )
 
     def __init__(self, message: QueueMessage, batch: _Batch) -> None:
         self.message = message
         self.batch = batch
         self.job_id = ""  # the message's job id, once read
+        self.shard: ShardRpc | None = None  # its shard, attempt and time limit, once perform starts
+        self.attempt: int | None = None
+        self.limit_ms = 0
         self.settled = False
         self.task: asyncio.Task[None] | None = None
         self.trace: telemetry.AttemptTrace | None = None  # ADR-0143: set only when telemetry is on
@@ -149,6 +163,20 @@ class Delivery:
 
     def current_timer(self) -> AttemptTimer | None:
         return self.timer
+
+    def new_timer(self) -> AttemptTimer:
+        """The attempt's timer, made only once perform waits (ADR-0165)."""
+        shard, job_id, attempt, limit_ms = self.shard, self.job_id, self.attempt, self.limit_ms
+        assert shard is not None  # set before perform starts
+        self.timer = AttemptTimer(
+            limit_ms, self.batch.clock, lambda: on_timeout(self, shard, job_id, attempt, limit_ms)
+        )
+        return self.timer
+
+    async def beat(self, progress: object = None) -> HeartbeatResult:
+        """``ctx.heartbeat``: the throttle is made on the first call."""
+        assert self.shard is not None  # set before perform starts
+        return await heartbeat_of(self, self.shard, self.job_id, self.attempt, progress)
 
     def timed_out(self) -> bool:
         return self.timer is not None and self.timer.fired
@@ -297,23 +325,18 @@ async def _run(
     timeout_ms = body.get("timeoutMs")
     limit_ms: int = DEFAULT_TIMEOUT_MS if timeout_ms is None else timeout_ms
 
-    def new_timer() -> AttemptTimer:  # only once perform waits (ADR-0165)
-        timer = delivery.timer = AttemptTimer(
-            limit_ms, batch.clock, lambda: on_timeout(delivery, shard, job_id, attempt, limit_ms)
-        )
-        return timer
-
+    delivery.shard, delivery.attempt, delivery.limit_ms = shard, attempt, limit_ms
     ctx = JobContext(
         job_id=job_id,
         attempt=attempt if isinstance(attempt, int) else 1,
         deadline_at=batch.clock.now() + limit_ms,  # fixed for the attempt (J-68)
-        heartbeat=functools.partial(heartbeat_of, delivery, shard, job_id, attempt),  # made on first use
+        heartbeat=delivery.beat,  # its throttle is made on first use
         traceparent=body.get("traceparent"),
         clock=batch.clock,  # J-75: remaining_ms() on the same clock as deadline_at
     )
     if batch.log_starts:
         log_event(jobs_log, logging.INFO, "job started", binding=binding, job=job_id, attempt=ctx.attempt)
-    timing = new_timer if limit_ms > 0 else None
+    timing = delivery.new_timer if limit_ms > 0 else None
     pending = perform(resolved.performer, payload, ctx, timing, cancel_on_timeout=resolved.cancel_on_timeout)
     try:
         result = await (pending if delivery.trace is None else delivery.trace.run(pending))
