@@ -200,7 +200,7 @@ def _settle(ctx: ShardContext, settled: list[tuple[JobRow, ReportEffect]], now_m
     """Write finished reports together: the transitions, their marks and their terminal events.
 
     ``settled`` pairs each job's row, read in this transaction, with what its report does; the rows of
-    the jobs that moved are those rows as the statement left them (ADR-0158).
+    the jobs that moved are then changed in place to what the statement left (ADR-0158).
     """
     for to_state in {effect.to_state for _, effect in settled}:
         assert_transition(JobState.QUEUED, to_state)
@@ -213,9 +213,9 @@ def _settle(ctx: ShardContext, settled: list[tuple[JobRow, ReportEffect]], now_m
     errors: dict[str, str | None] = {}
     for job, effect in settled:
         if job["id"] in moved:
-            row: JobRow = {**job, "cancel_requested_at": None}
-            row["state"], row["attempts"], row["result"] = effect.to_state, effect.attempts, effect.result
-            changed.append(row)
+            job["state"], job["attempts"], job["result"] = effect.to_state, effect.attempts, effect.result
+            job["cancel_requested_at"] = None
+            changed.append(job)
             errors[job["id"]] = effect.error
     ctx.jobs.mark_changed_many(changed)
     run_events: list[RunEvent] = []
