@@ -5,14 +5,16 @@ N no-op jobs are enqueued into a paused binding, then the pause is lifted and th
 all in this process. The engine's entry points are wrapped (for this process only) with timers that
 charge each stage its own CPU time, nested stages excluded, and count the SQL statements it runs:
 
-    enqueue   JobShard.enqueue_many            project   the tick's projection into the read model
-    dispatch  the tick's reading and deciding  tick      the rest of the alarm tick
-    send      the tick's sendBatch             lease     the consumer's lease of a batch
+    enqueue   JobShard.enqueue_many            project   the projection: the tick's step, and clearing
+    dispatch  the tick's reading and deciding            what the writer process projected (ADR-0171)
+    send      the tick's sendBatch (and a      tick      the rest of the alarm tick
+              handoff to the consumer)         lease     the consumer's lease of a batch
     report    JobShard.report_many             ack       settling the batch in the queue
 
-``consume`` is what remains of the process's CPU time: the consumer, the performers, the event loop and
-this bench's polling. ``statements`` counts ``execute`` and ``execute_many`` calls on the SQLite
-connections (one ``execute_many`` counts once) and each statement of a read-model batch.
+``consume`` is what remains of the runtime's process's CPU time: the consumer, the performers, the event
+loop and this bench's polling. The read model's writer process (ADR-0170) runs on another core; its CPU
+time is shown apart. ``statements`` counts ``execute`` and ``execute_many`` calls on the SQLite
+connections of this process (one ``execute_many`` counts once) and each statement of a read-model batch.
 
 Usage: ``.venv/bin/python bench/job_stages.py [--jobs 20000] [--policy default|wide]``
 """
@@ -36,9 +38,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import peers
 
 from tsumugi.client import shard_for
-from tsumugi.coordinator import job_shard, shard_tick
+from tsumugi.coordinator import job_shard, shard_projection, shard_tick
 from tsumugi.runtimes.local import dispatch_queue, sql_database, sqlite_executor
 from tsumugi.runtimes.local.runtime import LocalRuntime
+from tsumugi.storage import projection_outbox
 
 # Stages timed by wrappers: their CPU time (this thread) while they run, less the stages nested in
 # them (per task: a context variable). None waits on another task; the consumer does (for its reports),
@@ -119,7 +122,8 @@ def instrument() -> None:
         (job_shard.JobShard, "_tick", "tick"),
         (job_shard, "plan_tick", "dispatch"),
         (shard_tick, "send", "send"),
-        (shard_tick, "project", "project"),
+        (shard_projection, "project", "project"),
+        (projection_outbox.ProjectionOutbox, "clear_projected", "project"),
         (dispatch_queue.DurableQueue, "lease", "lease"),
         (job_shard.JobShard, "report_many", "report"),
         (dispatch_queue.DurableQueue, "settle", "ack"),
@@ -127,7 +131,9 @@ def instrument() -> None:
         setattr(owner, name, _staged(stage, getattr(owner, name)))
 
 
-async def drain(jobs: int, policy: str) -> tuple[float, float]:
+async def drain(jobs: int, policy: str) -> tuple[float, float, float]:
+    """Wall seconds, this process's CPU seconds and its children's, from the start until the last job is
+    COMPLETED."""
     tsumugi = peers.app(policy)
     with tempfile.TemporaryDirectory(prefix="job-stages-") as tmp:
         state = Path(tmp)
@@ -135,7 +141,7 @@ async def drain(jobs: int, policy: str) -> tuple[float, float]:
         statements.clear()
         instrument()
         shard_file = state / "shards" / "Noop%230.sqlite3"
-        started, cpu = time.perf_counter(), peers.cpu_time()
+        started, cpu, own = time.perf_counter(), peers.cpu_time(), time.process_time()
         async with LocalRuntime(tsumugi, state, exports={"Noop": peers.Noop}, cron=False) as runtime:
             await shard_for(runtime.env, "Noop").reset_policy(tsumugi.static_settings("Noop"))
             watch = peers.DrainWatch(shard_file)
@@ -144,7 +150,9 @@ async def drain(jobs: int, policy: str) -> tuple[float, float]:
                     await asyncio.sleep(peers.POLL_S)
             finally:
                 watch.close()
-        return time.perf_counter() - started, peers.cpu_time() - cpu
+            wall, own = time.perf_counter() - started, time.process_time() - own
+            children = peers.cpu_time() - cpu - own
+        return wall, own, children
 
 
 def main() -> None:
@@ -152,7 +160,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--policy", choices=("default", "wide"), default="default")
     args = parser.parse_args()
-    wall, cpu = asyncio.run(drain(args.jobs, args.policy))
+    wall, cpu, children = asyncio.run(drain(args.jobs, args.policy))
     per_job = 1e6 / args.jobs
     print(f"{args.jobs} no-op jobs drained at the {args.policy} policy in {wall:.2f} s:")
     print(f"{'stage':<10}{'µs/job':>9}{'statements/job':>16}")
@@ -162,6 +170,7 @@ def main() -> None:
     consume = statements["consume"] / args.jobs
     print(f"{'consume':<10}{rest * per_job:>9.1f}{consume:>16.2f}   (and perform, loop)")
     print(f"{'all (CPU)':<10}{cpu * per_job:>9.1f}{sum(statements.values()) / args.jobs:>16.2f}")
+    print(f"{'writer':<10}{children * per_job:>9.1f}{'':>16}   (the read model's writer process, CPU)")
 
 
 if __name__ == "__main__":
