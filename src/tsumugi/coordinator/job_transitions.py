@@ -41,7 +41,6 @@ from tsumugi.storage.job_table import REPORT_COLUMNS, Assignments, JobRow, Settl
 IN_FLIGHT: Final = tuple(sorted(IN_FLIGHT_STATES))  # ("QUEUED", "RUNNING")
 EXPIRED_ERROR: Final = "job expired"  # J-41: the text is undocumented; ours, recorded in ADR-0047
 _FROM_SCHEDULED: Final = (JobState.SCHEDULED,)
-_ID_STATE: Final = ("id", "state")  # what marking a moved row reads of it
 
 
 def _checked(from_states: Iterable[str], to_state: str) -> tuple[str, ...]:
@@ -95,7 +94,7 @@ def to_queued_many(ctx: ShardContext, jobs: list[JobRow], now_ms: int) -> list[J
     The silence clock starts now.
 
     ``jobs`` are the rows as read in this transaction; returns those that moved, in their order, as they
-    were read (the statement returns only id and state, ADR-0158).
+    were read (the statement returns only ids and states, ADR-0158).
     """
     moved = ctx.jobs.update_many(
         [job["id"] for job in jobs],
@@ -107,7 +106,6 @@ def to_queued_many(ctx: ShardContext, jobs: list[JobRow], now_ms: int) -> list[J
             "dispatched_at": now_ms,
             "lane_at": lanes.silence_ends_after(now_ms),
         },
-        _ID_STATE,
     )
     queued = [job for job in jobs if job["id"] in moved]
     if queued and telemetry.active is not None:  # ADR-0143: queue lag, from run_after to the dispatch

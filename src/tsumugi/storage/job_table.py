@@ -334,28 +334,26 @@ class JobStore:
         from_states: Iterable[str],
         now_ms: int,
         assignments: Mapping[str, SqlValue | RowExpression],
-        columns: tuple[str, ...] = JOB_COLUMNS,
-    ) -> dict[str, JobRow]:
+    ) -> set[str]:
         """``update`` of many jobs with the same assignments, one statement per chunk of ids.
 
-        Returns the new rows (only ``columns``, which hold id and state) of the jobs that were in one of
-        ``from_states``, by id; every one is marked."""
+        Returns the ids of the jobs that were in one of ``from_states``, every one marked."""
         sets, params = _assignments(now_ms, assignments, True)
         states = list(from_states)
         room = MAX_BOUND_PARAMS - len(params) - len(states)  # DO SQL binds at most 100 per statement
-        changed: dict[str, JobRow] = {}
+        finished: list[str] = []
+        unfinished: list[str] = []
         for part in chunks(job_ids, room):
             rows = self.sql.execute(
                 # "+state": the ids pick the rows through the primary key, never the lane index.
                 f"UPDATE job SET {sets} WHERE +state IN ({', '.join('?' * len(states))}) "
-                f"AND id IN ({', '.join('?' * len(part))}) RETURNING {', '.join(columns)}",
+                f"AND id IN ({', '.join('?' * len(part))}) RETURNING id, state",
                 (*params, *states, *part),
             )
-            for row in rows:
-                job = job_from_row(row, columns)
-                changed[job["id"]] = job
-        self.mark_changed_many(list(changed.values()))
-        return changed
+            for job_id, state in rows:
+                (finished if state in TERMINAL_STATES else unfinished).append(str(job_id))
+        self._mark_ids(finished, unfinished)
+        return {*finished, *unfinished}
 
     def settle_many(self, settled: Sequence[Settle], from_states: Sequence[str], now_ms: int) -> set[str]:
         """Finish many in-flight jobs as ``update`` would, one statement per chunk; the ids of those that
@@ -407,8 +405,12 @@ class JobStore:
 
     def mark_changed_many(self, jobs: list[JobRow]) -> None:
         """``mark_changed`` for many jobs: one statement per chunk, finished and unfinished apart."""
-        finished = [job["id"] for job in jobs if job["state"] in TERMINAL_STATES]
-        unfinished = [job["id"] for job in jobs if job["state"] not in TERMINAL_STATES]
+        self._mark_ids(
+            [job["id"] for job in jobs if job["state"] in TERMINAL_STATES],
+            [job["id"] for job in jobs if job["state"] not in TERMINAL_STATES],
+        )
+
+    def _mark_ids(self, finished: list[str], unfinished: list[str]) -> None:
         for part in chunks(finished):
             values = ", ".join(["(?)"] * len(part))
             self.sql.execute(f"INSERT OR IGNORE INTO outbox (job_id) VALUES {values}", part)
