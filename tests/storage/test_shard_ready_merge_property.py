@@ -64,6 +64,6 @@ def test_merge_equals_pure_order(
                 JobView(id=str(row["id"]), state="SCHEDULED", priority=priority, created_at=created_at)
             )
     lanes = LaneQueries(sql)
-    merged = [j["id"] for j in lanes.ready_in_order(NOW, aging, page_rows=page_rows, first_rows=first_rows)]
+    merged = [j.id for j in lanes.ready_in_order(NOW, aging, page_rows=page_rows, first_rows=first_rows)]
     assert merged == [v.id for v in sorted(views, key=lambda v: candidate_order(v, NOW, aging))]
     sql.close()

@@ -181,9 +181,9 @@ def test_ready_merge_orders_all_ready_jobs_by_aged_priority(sql: SqlExecutor) ->
     insert(store, job("B#0:old-lo", priority=0, created_at=NOW - 600_000))
     insert(store, job("B#0:mid", priority=3, created_at=NOW - 1))
     insert(store, job("B#0:later", run_after=NOW + 10))
-    order = [j["id"] for j in lanes.ready_in_order(NOW, 60_000, page_rows=1)]
+    order = [j.id for j in lanes.ready_in_order(NOW, 60_000, page_rows=1)]
     assert order == ["B#0:old-lo", "B#0:new-hi", "B#0:mid"]
-    assert [j["id"] for j in lanes.ready_in_order(NOW, None)] == ["B#0:new-hi", "B#0:mid", "B#0:old-lo"]
+    assert [j.id for j in lanes.ready_in_order(NOW, None)] == ["B#0:new-hi", "B#0:mid", "B#0:old-lo"]
 
 
 def test_waiting_jobs_are_promoted_when_due(sql: SqlExecutor) -> None:
@@ -193,7 +193,7 @@ def test_waiting_jobs_are_promoted_when_due(sql: SqlExecutor) -> None:
     assert lanes.earliest_waiting() == NOW + 10
     assert lanes.promote_due(NOW + 9, 10) == 0
     assert lanes.promote_due(NOW + 10, 10) == 1
-    assert [j["id"] for j in lanes.ready_in_order(NOW + 10, None)] == ["B#0:a"]
+    assert [j.id for j in lanes.ready_in_order(NOW + 10, None)] == ["B#0:a"]
     assert lanes.earliest_waiting() is None
 
 

@@ -36,7 +36,7 @@ from tsumugi.logging import jobs_log
 from tsumugi.ports import SqlValue
 from tsumugi.storage import tick_tables as lanes
 from tsumugi.storage.event_outbox import RunEvent, RunJobEvent
-from tsumugi.storage.job_table import REPORT_COLUMNS, Assignments, JobRow, Settle
+from tsumugi.storage.job_table import REPORT_COLUMNS, Assignments, DispatchRow, JobRow, Settle
 
 IN_FLIGHT: Final = tuple(sorted(IN_FLIGHT_STATES))  # ("QUEUED", "RUNNING")
 EXPIRED_ERROR: Final = "job expired"  # J-41: the text is undocumented; ours, recorded in ADR-0047
@@ -88,7 +88,7 @@ def to_scheduled(
     return row
 
 
-def to_queued_many(ctx: ShardContext, jobs: list[JobRow], now_ms: int) -> list[JobRow]:
+def to_queued_many(ctx: ShardContext, jobs: list[DispatchRow], now_ms: int) -> list[DispatchRow]:
     """SCHEDULED -> QUEUED at dispatch (E2) for a tick's dispatches, in one statement per chunk.
 
     The silence clock starts now.
@@ -97,7 +97,7 @@ def to_queued_many(ctx: ShardContext, jobs: list[JobRow], now_ms: int) -> list[J
     were read (the statement returns only ids and states, ADR-0158).
     """
     moved = ctx.jobs.update_many(
-        [job["id"] for job in jobs],
+        [job.id for job in jobs],
         _FROM_SCHEDULED,
         now_ms,
         {
@@ -107,9 +107,9 @@ def to_queued_many(ctx: ShardContext, jobs: list[JobRow], now_ms: int) -> list[J
             "lane_at": lanes.silence_ends_after(now_ms),
         },
     )
-    queued = [job for job in jobs if job["id"] in moved]
+    queued = [job for job in jobs if job.id in moved]
     if queued and telemetry.active is not None:  # ADR-0143: queue lag, from run_after to the dispatch
-        telemetry.active.jobs_dispatched(ctx.binding, [now_ms - job["run_after"] for job in queued])
+        telemetry.active.jobs_dispatched(ctx.binding, [now_ms - job.run_after for job in queued])
     return queued
 
 

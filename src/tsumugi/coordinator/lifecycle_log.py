@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Final
 
 from tsumugi.logging import jobs_log, log_event
-from tsumugi.storage.job_table import JobRow
+from tsumugi.storage.job_table import DispatchRow, JobRow
 
 ERROR_CHARS: Final = 200  # a log line carries the error's last line, cut short; the job keeps it whole
 _TERMINAL_EVENTS: Final = {
@@ -54,17 +54,17 @@ def enqueued_ids(binding: str, job_ids: Iterable[str]) -> None:
         log_event(jobs_log, logging.INFO, "job enqueued", binding=binding, job=job_id)
 
 
-def dispatched(jobs: Iterable[JobRow]) -> None:
+def dispatched(jobs: Iterable[DispatchRow]) -> None:
     """``job dispatched`` with the attempt about to run, ``attempt`` of ``max_attempts``."""
     for job in jobs:
         log_event(
             jobs_log,
             logging.INFO,
             "job dispatched",
-            binding=job["binding"],
-            job=job["id"],
-            attempt=job["attempts"] + 1,
-            max_attempts=job["max_attempts"],
+            binding=job.binding,
+            job=job.id,
+            attempt=job.attempts + 1,
+            max_attempts=job.max_attempts,
         )
 
 

@@ -40,7 +40,7 @@ from tsumugi.core.states import FAILURE_STATES, JobState
 from tsumugi.logging import jobs_log
 from tsumugi.ports import takes_encoded
 from tsumugi.storage.event_outbox import Notice
-from tsumugi.storage.job_table import DISPATCH_COLUMNS, JobRow
+from tsumugi.storage.job_table import DispatchRow, JobRow
 from tsumugi.storage.tick_tables import BUCKET, LAST_BLOCKED
 
 TICK_ROWS: Final = 200  # J-162/J-163: reaped, projected, notified, swept rows per tick; the rest re-runs
@@ -89,8 +89,9 @@ _make_view: Final = _View._make
 
 
 def view_of(job: JobRow) -> SchedulableJob:
-    """The scheduler's view of a row; a tuple rather than a ``JobView``, a frozen dataclass that costs
-    several times as much to build, once per candidate per tick."""
+    """The scheduler's view of an in-flight row the tick read whole; a tuple rather than a ``JobView``, a
+    frozen dataclass that costs several times as much to build. A ready job's ``DispatchRow`` is read by
+    the scheduler as it is."""
     view: _View = _make_view(_view_values(job))
     return view
 
@@ -112,10 +113,12 @@ def plan_tick(ctx: ShardContext, now_ms: int) -> TickPlan:
     tokens = refill(bucket, policy.rate, now_ms).tokens  # only to size the read; schedule refills itself
     want = 0 if policy.paused else int(min(free, MAX_DISPATCH, tokens))
     candidates, budget_spent = _read_candidates(ctx, now_ms, want)
-    keys = {c["concurrency_key"] for c in candidates if c["concurrency_key"] is not None}
+    keys = {c.concurrency_key for c in candidates if c.concurrency_key is not None}
+    views: list[SchedulableJob] = [view_of(j) for j in loaded]
+    views.extend(candidates)  # a ready row is read as the scheduler reads a job
     result = schedule(
         now_ms,
-        [view_of(j) for j in loaded + candidates],
+        views,
         policy,
         bucket,
         ctx.store.key_buckets(keys),
@@ -124,16 +127,17 @@ def plan_tick(ctx: ShardContext, now_ms: int) -> TickPlan:
     )
     _save_limits(ctx, result)
     plan = TickPlan(next_alarm_at=result.next_alarm_at)
-    rows = {j["id"]: j for j in loaded + candidates}
-    dispatches: list[str] = []
+    in_flight = {j["id"]: j for j in loaded}
+    ready = {c.id: c for c in candidates}
+    dispatches: list[DispatchRow] = []
     for decision in result.decisions:
         if isinstance(decision, Dispatch):
-            dispatches.append(decision.id)  # disjoint from the in-flight rows the others act on
+            dispatches.append(ready[decision.id])  # disjoint from the in-flight rows the others act on
         else:
-            _apply(ctx, decision, rows, now_ms, plan)
+            _apply(ctx, decision, in_flight, now_ms, plan)
     # J-161: QUEUED before the send. QUEUED changes none of the columns a message, the log line or the
     # queue lag read, so they come from the rows read above, in this transaction.
-    queued = to_queued_many(ctx, [rows[job_id] for job_id in dispatches], now_ms)
+    queued = to_queued_many(ctx, dispatches, now_ms)
     if takes_encoded(ctx.queue):
         plan.texts = [dispatch_text(job) for job in queued]
     else:
@@ -157,20 +161,20 @@ def plan_tick(ctx: ShardContext, now_ms: int) -> TickPlan:
     return plan
 
 
-def _read_candidates(ctx: ShardContext, now_ms: int, want: int) -> tuple[list[JobRow], bool]:
+def _read_candidates(ctx: ShardContext, now_ms: int, want: int) -> tuple[list[DispatchRow], bool]:
     """Ready jobs in dispatch order: ``want`` + 1, plus keyed or expired ones up to SKIP_BUDGET.
 
     The one extra row lets ``schedule`` see that capacity, tokens or a pause held a job back.
     Returns the rows and whether the skip budget ran out.
     """
     # J-145
-    out: list[JobRow] = []
+    out: list[DispatchRow] = []
     extra = 0
     aging = ctx.settings.policy.aging_interval_ms
-    for job in ctx.lanes.ready_in_order(now_ms, aging, first_rows=want + 1, columns=DISPATCH_COLUMNS):
+    for job in ctx.lanes.ready_in_order(now_ms, aging, first_rows=want + 1):
         out.append(job)
-        expired = job["expires_at"] is not None and now_ms >= job["expires_at"]
-        if (job["concurrency_key"] is not None or expired) and extra < SKIP_BUDGET:
+        expired = job.expires_at is not None and now_ms >= job.expires_at
+        if (job.concurrency_key is not None or expired) and extra < SKIP_BUDGET:
             extra += 1
         if len(out) >= want + 1 + extra:
             break
@@ -194,9 +198,13 @@ def _save_limits(ctx: ShardContext, result: ScheduleResult) -> None:
 
 
 def _apply(
-    ctx: ShardContext, decision: Decision, rows: dict[str, JobRow], now_ms: int, plan: TickPlan
+    ctx: ShardContext, decision: Decision, in_flight: dict[str, JobRow], now_ms: int, plan: TickPlan
 ) -> None:
-    job = rows[decision.id]
+    """A decision other than a dispatch; all but an expiry act on an in-flight row read this tick."""
+    if isinstance(decision, Expire):  # J-41
+        to_terminal(ctx, decision.id, (JobState.SCHEDULED,), JobState.CANCELLED, now_ms, error=EXPIRED_ERROR)
+        return
+    job = in_flight[decision.id]
     if isinstance(decision, Reap):  # E7: no backoff, run_after unchanged (J-104)
         to_scheduled(
             ctx,
@@ -215,37 +223,35 @@ def _apply(
         to_terminal(ctx, decision.id, IN_FLIGHT, JobState.FAILED, now_ms, attempts=decision.attempts)
     elif isinstance(decision, ConfirmCancel):  # J-135
         to_terminal(ctx, decision.id, IN_FLIGHT, JobState.CANCELLED, now_ms, attempts=job["attempts"] + 1)
-    elif isinstance(decision, Expire):  # J-41
-        to_terminal(ctx, decision.id, (JobState.SCHEDULED,), JobState.CANCELLED, now_ms, error=EXPIRED_ERROR)
 
 
-def dispatch_message(job: JobRow) -> JsonObject:
+def dispatch_message(job: DispatchRow) -> JsonObject:
     """The queue body (plus ``expiresAt`` and ``traceparent``)."""
     # J-116
     return {
-        "jobId": job["id"],
-        "binding": job["binding"],
-        "attempt": job["attempts"] + 1,
-        "payload": wire_format.loads(job["payload"]),
-        "timeoutMs": job["timeout_ms"],
-        "claimRequired": job["guarantee"] == "at-most-once",
-        "expiresAt": job["expires_at"],
-        "traceparent": job["traceparent"],
+        "jobId": job.id,
+        "binding": job.binding,
+        "attempt": job.attempts + 1,
+        "payload": wire_format.loads(job.payload),
+        "timeoutMs": job.timeout_ms,
+        "claimRequired": job.guarantee == "at-most-once",
+        "expiresAt": job.expires_at,
+        "traceparent": job.traceparent,
     }
 
 
 _quote: Final = json.encoder.encode_basestring  # a JSON string, unescaped: as the queue's encoder writes it
 
 
-def dispatch_text(job: JobRow) -> str:
+def dispatch_text(job: DispatchRow) -> str:
     """``dispatch_message`` as JSON text, written around the payload's stored JSON, never decoded."""
     # J-116
-    timeout_ms, expires_at, traceparent = job["timeout_ms"], job["expires_at"], job["traceparent"]
+    timeout_ms, expires_at, traceparent = job.timeout_ms, job.expires_at, job.traceparent
     return (
-        f'{{"jobId":{_quote(job["id"])},"binding":{_quote(job["binding"])},'
-        f'"attempt":{job["attempts"] + 1},"payload":{job["payload"]},'
+        f'{{"jobId":{_quote(job.id)},"binding":{_quote(job.binding)},'
+        f'"attempt":{job.attempts + 1},"payload":{job.payload},'
         f'"timeoutMs":{"null" if timeout_ms is None else timeout_ms},'
-        f'"claimRequired":{"true" if job["guarantee"] == "at-most-once" else "false"},'
+        f'"claimRequired":{"true" if job.guarantee == "at-most-once" else "false"},'
         f'"expiresAt":{"null" if expires_at is None else expires_at},'
         f'"traceparent":{"null" if traceparent is None else _quote(traceparent)}}}'
     )

@@ -24,9 +24,8 @@ from tsumugi.ports import Row, SqlExecutor, SqlValue
 class JobRow(TypedDict):
     """One ``job`` row as a plain dict (zero cost on the hot path).
 
-    Most reads hold every column. Two hold fewer: a report's read only the ``REPORT_COLUMNS``, a tick's
-    read of its ready candidates only the ``DISPATCH_COLUMNS``. JSON columns (``backoff``, ``payload``,
-    ``result``) hold their text.
+    Most reads hold every column; a report's read holds only the ``REPORT_COLUMNS``. JSON columns
+    (``backoff``, ``payload``, ``result``) hold their text.
     """
 
     id: str
@@ -69,12 +68,32 @@ REPORT_COLUMNS: Final[tuple[str, ...]] = tuple(
     "cancel_requested_at traceparent result".split()
 )
 
-# What a tick reads of each ready candidate: what the dispatch decision, the queue message, the lifecycle
-# log and the queue lag read. A row costs per column read, and the candidates are read on every tick.
-DISPATCH_COLUMNS: Final[tuple[str, ...]] = tuple(
-    "id binding state priority attempts max_attempts concurrency_key guarantee timeout_ms run_after "
-    "created_at dispatched_at heartbeat_at payload expires_at traceparent cancel_requested_at".split()
-)
+
+class DispatchRow(NamedTuple):
+    """What a tick reads of a ready job: what the dispatch decision (``core.job_view.SchedulableJob``),
+    the queue message, the lifecycle log and the queue lag read. A tuple made in C from the row, never a
+    dict: the candidates are read on every tick, and a row costs per column put in a dict."""
+
+    id: str
+    binding: str
+    state: str
+    priority: float
+    attempts: int
+    max_attempts: int
+    concurrency_key: str | None
+    guarantee: str
+    timeout_ms: int
+    run_after: int
+    created_at: int
+    dispatched_at: int | None
+    heartbeat_at: int | None
+    payload: str  # its JSON text
+    expires_at: int | None
+    traceparent: str | None
+    cancel_requested_at: int | None
+
+
+DISPATCH_SELECT: Final = ", ".join(DispatchRow._fields)
 
 MAX_BOUND_PARAMS: Final = 100  # Durable Object SQL binds at most 100 parameters per statement
 SEQ_PER_MS: Final = 1000  # snapshot seq floor = now_ms * 1000: monotonic even if a job id is re-created
@@ -96,7 +115,7 @@ _job_dict: Final[Callable[[Iterable[tuple[str, SqlValue]]], JobRow]] = dict  # t
 
 
 def job_from_row(row: Row, columns: tuple[str, ...] = JOB_COLUMNS) -> JobRow:
-    """A job row from ``SELECT`` of ``columns`` (every column, ``REPORT_COLUMNS`` or ``DISPATCH_COLUMNS``)."""
+    """A job row from ``SELECT`` of ``columns`` (every column, or ``REPORT_COLUMNS``)."""
     return _job_dict(zip(columns, row, strict=True))
 
 

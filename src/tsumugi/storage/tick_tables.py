@@ -27,8 +27,9 @@ from tsumugi.core.schedule import Bucket, effective_priority
 from tsumugi.core.states import IN_FLIGHT_STATES
 from tsumugi.ports import SqlExecutor
 from tsumugi.storage.job_table import (
-    JOB_COLUMNS,
+    DISPATCH_SELECT,
     JOB_SELECT,
+    DispatchRow,
     JobRow,
     RowExpression,
     chunks,
@@ -39,6 +40,7 @@ from tsumugi.storage.job_table import (
 )
 
 PAGE_ROWS: Final = 100  # rows fetched per priority stream per round trip
+_dispatch_row: Final = DispatchRow._make  # in C, from the row's tuple
 _IN_FLIGHT: Final = tuple(sorted(IN_FLIGHT_STATES))  # ("QUEUED", "RUNNING")
 _IN_FLIGHT_LIST: Final = literal_list(_IN_FLIGHT)  # the partial index job_key_in_flight names these literals
 
@@ -62,33 +64,30 @@ class LaneQueries:
             )
         return found
 
-    def _stream(
-        self, priority: float, first_rows: int, page_rows: int, columns: tuple[str, ...]
-    ) -> Iterator[JobRow]:
+    def _stream(self, priority: float, first_rows: int, page_rows: int) -> Iterator[DispatchRow]:
         """Ready jobs of one priority in ``created_at, id`` order, paged by keyset: ``first_rows``, then
-        ``page_rows`` at a time, with ``columns`` (which hold ``id`` and ``created_at``)."""
-        select = JOB_SELECT if columns is JOB_COLUMNS else ", ".join(columns)
+        ``page_rows`` at a time."""
         after: tuple[int, str] | None = None
         limit = first_rows
         while True:
             if after is None:
                 rows = self.sql.execute(
-                    f"SELECT {select} FROM job WHERE state = 'SCHEDULED' AND ready = 1 AND lane_at = ? "
-                    "ORDER BY created_at, id LIMIT ?",
+                    f"SELECT {DISPATCH_SELECT} FROM job WHERE state = 'SCHEDULED' AND ready = 1 "
+                    "AND lane_at = ? ORDER BY created_at, id LIMIT ?",
                     (priority, limit),
                 )
             else:
                 rows = self.sql.execute(
-                    f"SELECT {select} FROM job WHERE state = 'SCHEDULED' AND ready = 1 AND lane_at = ? "
-                    "AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
+                    f"SELECT {DISPATCH_SELECT} FROM job WHERE state = 'SCHEDULED' AND ready = 1 "
+                    "AND lane_at = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
                     (priority, after[0], after[1], limit),
                 )
             for row in rows:
-                yield job_from_row(row, columns)
+                yield _dispatch_row(row)
             if len(rows) < limit:
                 return
-            last = job_from_row(rows[-1], columns)
-            after = (last["created_at"], last["id"])
+            last = _dispatch_row(rows[-1])
+            after = (last.created_at, last.id)
             limit = page_rows
 
     def ready_in_order(
@@ -97,24 +96,22 @@ class LaneQueries:
         aging_interval_ms: int | None,
         page_rows: int = PAGE_ROWS,
         first_rows: int | None = None,
-        columns: tuple[str, ...] = JOB_COLUMNS,
-    ) -> Iterator[JobRow]:
+    ) -> Iterator[DispatchRow]:
         """All ready jobs in dispatch order: a k-way merge of the per-priority streams.
 
         Within one priority, ``created_at`` ascending means aged priority descending, so each stream is
         already sorted by the global key (ADR-0043). Each stream reads ``first_rows`` rows first (what the
-        caller expects to take; ``page_rows`` unless given), then ``page_rows`` at a time. The rows hold
-        ``columns`` (every column by default; ``id``, ``priority`` and ``created_at`` at least).
+        caller expects to take; ``page_rows`` unless given), then ``page_rows`` at a time.
         """
         first = max(1, page_rows if first_rows is None else first_rows)
         page_rows = max(1, page_rows)
         priorities = self.ready_priorities()
         if len(priorities) == 1:  # one stream is already in order: no merge, no key per row
-            yield from self._stream(priorities[0], first, page_rows, columns)
+            yield from self._stream(priorities[0], first, page_rows)
             return
-        heap: list[tuple[float, int, str, int, JobRow, Iterator[JobRow]]] = []
+        heap: list[tuple[float, int, str, int, DispatchRow, Iterator[DispatchRow]]] = []
         for n, priority in enumerate(priorities):
-            stream = self._stream(priority, first, page_rows, columns)
+            stream = self._stream(priority, first, page_rows)
             head = next(stream, None)
             if head is not None:
                 heap.append((*self._key(head, now_ms, aging_interval_ms), n, head, stream))
@@ -127,9 +124,9 @@ class LaneQueries:
                 heapq.heappush(heap, (*self._key(head, now_ms, aging_interval_ms), n, head, stream))
 
     @staticmethod
-    def _key(job: JobRow, now_ms: int, aging_interval_ms: int | None) -> tuple[float, int, str]:
-        aged = effective_priority(job["priority"], job["created_at"], now_ms, aging_interval_ms)
-        return (-aged, job["created_at"], job["id"])
+    def _key(job: DispatchRow, now_ms: int, aging_interval_ms: int | None) -> tuple[float, int, str]:
+        aged = effective_priority(job.priority, job.created_at, now_ms, aging_interval_ms)
+        return (-aged, job.created_at, job.id)
 
     # ------------------------------------------------------------------ waiting (SCHEDULED, ready=0)
     def promote_due(self, now_ms: int, limit: int) -> int:
