@@ -17,7 +17,7 @@ from tsumugi.execution.attempt import failure_report, not_found_report
 from tsumugi.execution.consumer import success_report
 from tsumugi.execution.messages import DispatchMessage, FailureReport, SpawnWire, SuccessReport
 from tsumugi.performer import SpawnRequest
-from tsumugi.storage.job_table import DispatchRow
+from tsumugi.storage.tick_tables import DispatchRow
 
 # What a tick reads of a ready job; the dispatch message is made from it.
 _ROW: dict[str, Any] = {

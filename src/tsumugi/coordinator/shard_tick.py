@@ -40,8 +40,8 @@ from tsumugi.core.states import FAILURE_STATES, JobState
 from tsumugi.logging import jobs_log
 from tsumugi.ports import takes_encoded
 from tsumugi.storage.event_outbox import Notice
-from tsumugi.storage.job_table import DispatchRow, JobRow
-from tsumugi.storage.tick_tables import BUCKET, LAST_BLOCKED
+from tsumugi.storage.job_table import JobRow
+from tsumugi.storage.tick_tables import BUCKET, LAST_BLOCKED, DispatchRow
 
 TICK_ROWS: Final = 200  # J-162/J-163: reaped, projected, notified, swept rows per tick; the rest re-runs
 MAX_DISPATCH: Final = 500  # dispatches per tick; more ready work re-runs the tick at once (ADR-0043)

@@ -9,37 +9,32 @@ binding per batch. Attempt timeouts and heartbeat waits run on the injected cloc
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from types import CoroutineType
+from collections.abc import Mapping, Sequence
 from typing import Final, cast
 
 from tsumugi import telemetry
 from tsumugi.client import SHARD_NAMESPACE, env_binding
 from tsumugi.clock import Clock, SystemClock
 from tsumugi.core.defaults import DEFAULT_TIMEOUT_MS  # J-110: when a dispatch message carries no timeoutMs
-from tsumugi.core.json_types import JsonValue
 from tsumugi.core.wire_format import parse_job_id, shard_name_of, validate_local_id
 from tsumugi.errors import InvalidPayloadError, ResultNotJsonError
 from tsumugi.execution.attempt import (
     HEARTBEAT_WAIT_MS,
     AttemptHeartbeat,
     AttemptTimer,
-    cancellable,
     claim,
     expire,
     failure_report,
     heartbeat_of,
     not_found_report,
     on_timeout,
-    resume,
-    spawn_wire,
 )
-from tsumugi.execution.messages import AttemptReport, DispatchMessage, SuccessReport
+from tsumugi.execution.messages import AttemptReport, DispatchMessage
+from tsumugi.execution.perform import perform, success_report
 from tsumugi.logging import jobs_log, log_event
 from tsumugi.payloads import PerformerTypes, dump_result, types_of
-from tsumugi.performer import HeartbeatResult, JobContext, Performer, Performs, SpawnRequest, has_perform
+from tsumugi.performer import HeartbeatResult, JobContext, Performer, Performs, has_perform
 from tsumugi.ports import PerformerResolver, QueueMessage, ShardNamespace, ShardRpc, reports_later
 
 __all__ = ["DEFAULT_TIMEOUT_MS", "Delivery", "handle_batch", "perform", "success_report"]
@@ -355,68 +350,3 @@ async def _run(
             batch.log.warning("tsumugi: perform failed (%s): %s", job_id, error)
             return failure_report(error, attempt, batch.clock.now())
     return success_report(stored, ctx.spawns, attempt, batch.spawn_defaults)
-
-
-# ---------------------------------------------------------------------- perform and its report (J-74, J-119)
-async def perform(
-    performer: Performs,
-    payload: object,
-    ctx: JobContext,
-    new_timer: Callable[[], AttemptTimer] | None,
-    *,
-    cancel_on_timeout: bool = False,
-) -> object:
-    """Run ``performer.perform`` in the calling task, with a timer made by ``new_timer`` once it waits.
-
-    A perform that settles without waiting makes no timer (ADR-0165). The timer does not stop the
-    performer: when it fires, its callback reports the timeout and the caller discards what this later
-    returns or raises. With ``cancel_on_timeout`` the coroutine runs in a task of its own, which the
-    timer cancels (ADR-0141); this then returns None, discarded like any late outcome.
-    """
-    # J-74
-    pending = performer.perform(payload, ctx)
-    if not inspect.isawaitable(pending):
-        return pending  # a synchronous perform (J-60) has already settled
-    if new_timer is None:
-        return await pending  # timeout_ms <= 0 disables the consumer-side timer (J-74)
-    if cancel_on_timeout:
-        return await cancellable(pending, new_timer())
-    if type(pending) is CoroutineType:
-        # ADR-0159: run the coroutine's first step here; one that finishes in it (most do) never arms the
-        # timer. Its deadline is the attempt's, counted from before the call, as if armed before it.
-        try:
-            waits_on = pending.send(None)
-        except StopIteration as done:
-            return done.value
-        timer = new_timer()
-        timer.start(ctx.deadline_at)
-        try:
-            return await resume(pending, waits_on)
-        finally:
-            timer.cancel()
-    timer = new_timer()
-    timer.start()
-    try:
-        return await pending
-    finally:
-        timer.cancel()
-
-
-def success_report(
-    result: JsonValue,
-    spawns: Sequence[SpawnRequest],
-    attempt: int | None,
-    spawn_defaults: Mapping[str, Mapping[str, object]] | None = None,
-) -> SuccessReport:
-    """``{ok: true, result, spawns?, attempt}``; spawns only when non-empty.
-
-    A spawn's options are laid over its binding's class defaults (``spawn_defaults``, ADR-0141).
-    """
-    # J-119
-    outcome: SuccessReport = {"ok": True, "result": result}
-    if spawns:
-        defaults = spawn_defaults or {}
-        outcome["spawns"] = [spawn_wire(spawn, defaults.get(spawn.binding)) for spawn in spawns]
-    if attempt is not None:
-        outcome["attempt"] = attempt
-    return outcome

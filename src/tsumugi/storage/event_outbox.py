@@ -14,7 +14,7 @@ from typing import NamedTuple, NotRequired, TypeAlias, TypedDict
 from tsumugi.core import wire_format
 from tsumugi.core.json_types import JsonObject
 from tsumugi.ports import SqlExecutor
-from tsumugi.storage.job_table import MAX_BOUND_PARAMS, integer
+from tsumugi.storage.sql_values import MAX_BOUND_PARAMS, integer
 
 
 class RunJobEvent(TypedDict):

@@ -11,7 +11,7 @@ from typing import Final
 
 from tsumugi.core.states import JobState
 from tsumugi.ports import SqlExecutor
-from tsumugi.storage.job_table import chunks, integer, literal_list
+from tsumugi.storage.sql_values import chunks, integer, literal_list
 
 _ACTIVE_LIST: Final = literal_list((JobState.SCHEDULED, JobState.QUEUED, JobState.RUNNING))  # ACTIVE_STATES
 

@@ -4,8 +4,8 @@ A job is inserted, then moved by conditional updates (``WHERE id = ? AND state I
 bumps ``version`` (the snapshot ``seq``) and marks the job in the ``outbox`` for projection. A new job
 waits in ``fresh`` instead, so a job that settles soon after it was created is projected once: its later
 changes mark the outbox only once it has been projected, or when it finishes (ADR-0042, ADR-0119).
-The SQL edge narrows a value once (``integer``, ``optional_integer``, ...); code past it is typed
-(ADR-0042, ADR-0043). The lane reads are in ``tick_tables``, the projection's reads in
+The SQL edge narrows a value once (``sql_values``); code past it is typed (ADR-0042, ADR-0043). The
+lane reads are in ``tick_tables``, the projection's reads in
 ``read_model_writer``, the reads off the plain path in ``job_lookups``.
 """
 # J-30, J-92, J-190
@@ -19,6 +19,7 @@ from typing import Final, NamedTuple, NotRequired, TypeAlias, TypedDict
 
 from tsumugi.core.states import TERMINAL_STATES, JobStateName
 from tsumugi.ports import Row, SqlExecutor, SqlValue
+from tsumugi.storage.sql_values import MAX_BOUND_PARAMS, chunks
 
 
 class JobRow(TypedDict):
@@ -69,39 +70,7 @@ REPORT_COLUMNS: Final[tuple[str, ...]] = tuple(
 )
 
 
-class DispatchRow(NamedTuple):
-    """What a tick reads of a ready job: what the dispatch decision (``core.job_view.SchedulableJob``),
-    the queue message, the lifecycle log and the queue lag read. A tuple made in C from the row, never a
-    dict: the candidates are read on every tick, and a row costs per column put in a dict."""
-
-    id: str
-    binding: str
-    state: str
-    priority: float
-    attempts: int
-    max_attempts: int
-    concurrency_key: str | None
-    guarantee: str
-    timeout_ms: int
-    run_after: int
-    created_at: int
-    dispatched_at: int | None
-    heartbeat_at: int | None
-    payload: str  # its JSON text
-    expires_at: int | None
-    traceparent: str | None
-    cancel_requested_at: int | None
-
-
-DISPATCH_SELECT: Final = ", ".join(DispatchRow._fields)
-
-MAX_BOUND_PARAMS: Final = 100  # Durable Object SQL binds at most 100 parameters per statement
 SEQ_PER_MS: Final = 1000  # snapshot seq floor = now_ms * 1000: monotonic even if a job id is re-created
-
-
-def chunks(values: list[str], size: int = MAX_BOUND_PARAMS) -> list[list[str]]:
-    """Split an ``IN (...)`` list so no statement binds more parameters than DO SQL allows."""
-    return [values[i : i + size] for i in range(0, len(values), size)]
 
 
 def seq_floor(now_ms: int) -> int:
@@ -122,33 +91,6 @@ def job_from_row(row: Row, columns: tuple[str, ...] = JOB_COLUMNS) -> JobRow:
 def scheduled_lane(run_after: int, priority: float, now_ms: int) -> tuple[int, float]:
     """``(ready, lane_at)`` of a SCHEDULED job: ready jobs sort by priority, waiting ones by time."""
     return (1, priority) if run_after <= now_ms else (0, run_after)
-
-
-def literal_list(values: Iterable[str]) -> str:
-    """A fixed SQL ``IN`` list of string literals (``('FAILED', 'STALLED')``), for constant state sets.
-
-    A partial index's ``WHERE state IN (...)`` matches only literals, never bound parameters.
-    """
-    return "(" + ", ".join(f"'{value}'" for value in values) + ")"
-
-
-def integer(value: SqlValue) -> int:
-    """An INTEGER column's value (Durable Object SQL may hand a whole number over as a float)."""
-    if isinstance(value, int | float):
-        return int(value)
-    raise TypeError(f"expected a number from SQL, read {value!r}")
-
-
-def integer_or_real(value: SqlValue) -> int | float:
-    """A REAL (or INTEGER) column's value."""
-    if isinstance(value, int | float):
-        return value
-    raise TypeError(f"expected a number from SQL, read {value!r}")
-
-
-def optional_integer(value: SqlValue) -> int | None:
-    """``integer`` of a nullable column."""
-    return None if value is None else integer(value)
 
 
 # ---------------------------------------------------------------------- what an update sets

@@ -15,8 +15,8 @@ from tsumugi.clock import Clock
 from tsumugi.core.json_types import JsonArray, JsonObject
 from tsumugi.core.states import FAILURE_STATES
 from tsumugi.ports import SqlDatabase, SqlValue
-from tsumugi.storage.job_table import literal_list
 from tsumugi.storage.read_model_writer import HOUR_MS, ensure_metrics_table
+from tsumugi.storage.sql_values import literal_list
 
 _FAILED: Final = literal_list(sorted(FAILURE_STATES))  # ('FAILED', 'STALLED')
 

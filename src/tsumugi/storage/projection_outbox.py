@@ -15,9 +15,9 @@ from typing import Final, NamedTuple, TypeAlias, TypedDict
 from tsumugi.core import wire_format
 from tsumugi.core.states import TERMINAL_STATES
 from tsumugi.ports import Row, SqlExecutor, SqlValue
-from tsumugi.storage.job_table import MAX_BOUND_PARAMS, chunks, integer, literal_list, optional_integer
 from tsumugi.storage.read_model_schema import JOB_COLUMNS
 from tsumugi.storage.read_model_writer import ScalarSnapshot
+from tsumugi.storage.sql_values import MAX_BOUND_PARAMS, chunks, integer, literal_list, optional_integer
 
 _TERMINAL_LIST: Final = literal_list(sorted(TERMINAL_STATES))
 # A job's D1 columns read straight from its shard row, ``seq`` being the row's version; the projection adds

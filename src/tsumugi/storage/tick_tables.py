@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Final
+from typing import Final, NamedTuple
 
 from tsumugi.core import wire_format
 from tsumugi.core.json_types import JsonObject, JsonValue
@@ -27,22 +27,46 @@ from tsumugi.core.schedule import Bucket, effective_priority
 from tsumugi.core.states import IN_FLIGHT_STATES
 from tsumugi.ports import SqlExecutor
 from tsumugi.storage.job_table import (
-    DISPATCH_SELECT,
     JOB_SELECT,
-    DispatchRow,
     JobRow,
     RowExpression,
-    chunks,
-    integer,
-    integer_or_real,
     job_from_row,
-    literal_list,
 )
+from tsumugi.storage.sql_values import chunks, integer, integer_or_real, literal_list
 
 PAGE_ROWS: Final = 100  # rows fetched per priority stream per round trip
-_dispatch_row: Final = DispatchRow._make  # in C, from the row's tuple
 _IN_FLIGHT: Final = tuple(sorted(IN_FLIGHT_STATES))  # ("QUEUED", "RUNNING")
 _IN_FLIGHT_LIST: Final = literal_list(_IN_FLIGHT)  # the partial index job_key_in_flight names these literals
+
+
+class DispatchRow(NamedTuple):
+    """What a tick reads of a ready job: what the dispatch decision (``core.job_view.SchedulableJob``),
+    the queue message, the lifecycle log and the queue lag read. A tuple made in C from the row, never a
+    dict: the candidates are read on every tick, and a row costs per column put in a dict."""
+
+    id: str
+    binding: str
+    state: str
+    priority: float
+    attempts: int
+    max_attempts: int
+    concurrency_key: str | None
+    guarantee: str
+    timeout_ms: int
+    run_after: int
+    created_at: int
+    dispatched_at: int | None
+    heartbeat_at: int | None
+    payload: str  # its JSON text
+    expires_at: int | None
+    traceparent: str | None
+    cancel_requested_at: int | None
+
+
+DISPATCH_SELECT: Final = ", ".join(DispatchRow._fields)
+
+
+_dispatch_row: Final = DispatchRow._make  # in C, from the row's tuple
 
 
 class LaneQueries:
