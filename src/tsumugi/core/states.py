@@ -244,7 +244,8 @@ def is_stale(job: ReportedJob, reported_attempt: object) -> bool:
 
 
 def _completed_log(attempts: int) -> Literal["COMPLETED"] | None:
-    """The attempt row a success writes: only a success after a failed attempt has one (J-95)."""
+    """The attempt row a success writes: only a success after a failed attempt has one."""
+    # J-95
     return "COMPLETED" if attempts > 1 else None
 
 

@@ -1,4 +1,4 @@
-"""One attempt's perform under its timer, and the report of a perform that returned (J-74, J-119)."""
+"""One attempt's perform under its timer, and the report of a perform that returned."""
 # J-74, J-119
 
 from __future__ import annotations
