@@ -140,16 +140,19 @@ assert _ALWAYS_SET[0] == "id" and _ALWAYS_SET[-2:] == ("payload", "version")  # 
 # Reports of a batch settled in one statement per chunk: 4 parameters a row beside 5 shared ones (3 values
 # and the 2 in-flight states), within the 100 that Durable Object SQL binds (ADR-0136).
 _SETTLE_ROWS: Final = (MAX_BOUND_PARAMS - 5) // 4
+# What settling sets beside the state, attempts and result: the lane, the stamps, a cleared heartbeat,
+# progress and cancel request, the new version (3 parameters: lane_at, updated_at, the version's floor).
+_SETTLED: Final = (
+    "ready = 0, lane_at = ?, updated_at = ?, heartbeat_at = NULL, progress = NULL, "
+    "cancel_requested_at = NULL, version = max(version + 1, ?)"
+)
 _SETTLE_SQL: Final = (
-    "UPDATE job SET state = v.column2, attempts = v.column3, result = v.column4, ready = 0, lane_at = ?, "
-    "updated_at = ?, heartbeat_at = NULL, progress = NULL, cancel_requested_at = NULL, "
-    "version = max(version + 1, ?) FROM (VALUES {values}) AS v "
-    "WHERE job.id = v.column1 AND +job.state IN (?, ?) RETURNING job.id"
+    f"UPDATE job SET state = v.column2, attempts = v.column3, result = v.column4, {_SETTLED} "
+    "FROM (VALUES {values}) AS v WHERE job.id = v.column1 AND +job.state IN (?, ?) RETURNING job.id"
 )
 # Jobs that end alike, by id: 6 shared parameters and the in-flight states, the rest ids.
 _SETTLE_ALIKE_SQL: Final = (
-    "UPDATE job SET state = ?, attempts = ?, result = ?, ready = 0, lane_at = ?, updated_at = ?, "
-    "heartbeat_at = NULL, progress = NULL, cancel_requested_at = NULL, version = max(version + 1, ?) "
+    f"UPDATE job SET state = ?, attempts = ?, result = ?, {_SETTLED} "
     "WHERE +state IN ({states}) AND id IN ({ids}) RETURNING id"
 )
 MARK: Final = "INSERT OR IGNORE INTO outbox (job_id) VALUES (?)"
