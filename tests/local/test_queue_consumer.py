@@ -12,10 +12,14 @@ from tsumugi.runtimes.local.queue_consumer import LocalMessage, QueueConsumer
 
 
 async def _consume_until(consumer: QueueConsumer, done: asyncio.Event) -> None:
-    task = asyncio.create_task(consumer.run())
+    await _stop_when(consumer, asyncio.create_task(consumer.run()), done)
+
+
+async def _stop_when(consumer: QueueConsumer, running: asyncio.Task[None], done: asyncio.Event) -> None:
+    """Once ``done`` is set, stop the consumer ``running`` runs, giving its batches time to finish."""
     await asyncio.wait_for(done.wait(), timeout=10)
     await consumer.stop(grace_s=5)
-    await task
+    await running
 
 
 async def test_retried_messages_come_back_and_are_dropped_after_max_retries(
@@ -76,11 +80,12 @@ async def test_stopping_releases_the_messages_of_batches_cut_short(
 
 
 # ---------------------------------------------------------------------- sends handed over (ADR-0172)
-async def _until_waiting(consumer: QueueConsumer) -> None:
-    """Let the consumer run until it found nothing to lease and waits, taking sends as they come."""
+async def _waiting(consumer: QueueConsumer) -> asyncio.Task[None]:
+    """Run the consumer until it found nothing to lease and waits, taking sends as they come."""
+    running = asyncio.create_task(consumer.run())
     for _ in range(100):
         if consumer.room() > 0:
-            return
+            return running
         await asyncio.sleep(0)
     raise AssertionError("the consumer never waited for messages")
 
@@ -99,8 +104,7 @@ async def test_a_message_handed_to_a_waiting_consumer_was_stored_first_and_comes
         await asyncio.Event().wait()  # the process dies before this returns
 
     consumer = QueueConsumer(queue, handler, clock)
-    task = asyncio.create_task(consumer.run())
-    await _until_waiting(consumer)
+    task = await _waiting(consumer)
     await queue.send_batch([{"n": 1}])
     await asyncio.wait_for(started.wait(), timeout=10)
     assert seen == [({"n": 1}, 1)]
@@ -130,8 +134,7 @@ async def test_messages_sent_while_every_slot_is_busy_wait_and_come_oldest_first
             done.set()
 
     consumer = QueueConsumer(queue, handler, clock, batch_size=1, max_concurrency=1)
-    task = asyncio.create_task(consumer.run())
-    await _until_waiting(consumer)
+    task = await _waiting(consumer)
     await queue.send_batch([{"n": "a"}])  # handed over: the one slot is busy with it
     await asyncio.sleep(0)
     assert order == ["a"]
@@ -139,9 +142,7 @@ async def test_messages_sent_while_every_slot_is_busy_wait_and_come_oldest_first
     gate.set()
     await asyncio.sleep(0)
     await queue.send_batch([{"n": "d"}])  # b and c are older and still waiting: d comes after them
-    await asyncio.wait_for(done.wait(), timeout=10)
-    await consumer.stop(grace_s=5)
-    await task
+    await _stop_when(consumer, task, done)
     assert order == ["a", "b", "c", "d"]
     assert queue.depth() == 0
 
@@ -161,14 +162,11 @@ async def test_a_send_larger_than_the_free_slots_hands_over_what_fits_and_stores
             done.set()
 
     consumer = QueueConsumer(queue, handler, clock, batch_size=2, max_concurrency=2)
-    task = asyncio.create_task(consumer.run())
-    await _until_waiting(consumer)
+    task = await _waiting(consumer)
     await queue.send_batch([{"n": n} for n in range(5)])
     await asyncio.sleep(0)
     assert batches == [[0, 1], [2, 3]]  # one batch per free slot, at once
     assert queue.depth() == 5  # every one stored; the fifth waits for a slot
     gate.set()
-    await asyncio.wait_for(done.wait(), timeout=10)
-    await consumer.stop(grace_s=5)
-    await task
+    await _stop_when(consumer, task, done)
     assert sorted(n for batch in batches for n in batch) == [0, 1, 2, 3, 4]

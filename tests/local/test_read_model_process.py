@@ -8,10 +8,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import select
 import signal
 import sqlite3
 import subprocess
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -38,13 +38,15 @@ async def _ids(writer: WriterProcess) -> list[int]:
     return [int(str(row["id"])) for row in await writer.all("SELECT id FROM item ORDER BY id")]
 
 
-def _dead(pid: int) -> bool:
-    """Whether the child ``pid`` has exited: gone, or a zombie its parent has not reaped yet."""
+def _kill(pid: int) -> None:
+    """SIGKILL ``pid`` and return once it has exited (a zombie its parent has not reaped yet counts)."""
+    pidfd = os.pidfd_open(pid)
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat[stat.rindex(")") + 2] == "Z"
+        os.kill(pid, signal.SIGKILL)
+        readable, _, _ = select.select([pidfd], [], [], 10)  # readable once the process has ended
+        assert readable, f"process {pid} outlived SIGKILL"
+    finally:
+        os.close(pidfd)
 
 
 def _gone(pid: int) -> bool:
@@ -92,11 +94,7 @@ async def test_a_killed_writer_fails_what_it_had_not_answered_and_the_next_write
     await writer.batch([(INSERT, (1, "a"))])
     killed = writer.pid
     assert killed is not None
-    os.kill(killed, signal.SIGKILL)
-    for _ in range(500):  # the kernel ends it at once; on a loaded machine that can take a moment
-        if _dead(killed):
-            break
-        time.sleep(0.01)
+    _kill(killed)
     attempts = 0
     while True:  # the first write after the kill fails: the child that would have made it is gone
         attempts += 1

@@ -319,8 +319,7 @@ class _Walk:
                 continue  # other keys must not starve behind a full key (J-143.3)
             out.append(Dispatch(job.id))
             self.slots -= 1
-            if not math.isinf(self.bucket.tokens):
-                self.bucket = _take(self.bucket)
+            self.bucket = _take(self.bucket)
             if key is not None:
                 self._spend_key(key)
             if shortest is None or job.timeout_ms < shortest:

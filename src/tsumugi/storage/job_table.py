@@ -327,14 +327,15 @@ class JobStore:
         Jobs that end alike (same state, attempts and result: most often no result at all) are written by
         id, the others with their values beside each id."""
         changed: set[str] = set()
-        alike: dict[tuple[str, int, str | None], list[str]] = {}
+        alike: dict[tuple[str, int, str | None], list[Settle]] = {}
         for row in settled:
-            alike.setdefault(row[1:], []).append(row.job_id)
+            alike.setdefault(row[1:], []).append(row)
         apart: list[Settle] = []
-        for (to_state, attempts, result), job_ids in alike.items():
-            if len(job_ids) == 1:
-                apart.append(Settle(job_ids[0], to_state, attempts, result))
+        for (to_state, attempts, result), group in alike.items():
+            if len(group) == 1:
+                apart.extend(group)
                 continue
+            job_ids = [row.job_id for row in group]
             shared: tuple[SqlValue, ...] = (to_state, attempts, result, now_ms, now_ms, seq_floor(now_ms))
             for part in chunks(job_ids, MAX_BOUND_PARAMS - len(shared) - len(from_states)):
                 marks = ", ".join("?" * len(part))
