@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final
+from typing import Final, TypeAlias
 
 from tsumugi import telemetry
 from tsumugi.clock import Clock
@@ -44,6 +44,9 @@ from tsumugi.storage.job_table import JobRow, scheduled_lane, seq_floor
 DEFAULT_UNIQUE_FOR_MS: Final = 86_400_000  # 24 h reservation (5.2)
 _DEFAULT_BACKOFF_TEXT: Final = wire_format.dumps(DEFAULT_BACKOFF)  # encoded once, not per job (ADR-0105)
 _PLAIN_KEYS: Final = frozenset({"binding", "payload"})
+# A run's job node: a given id and the run it belongs to, every other option at its default. The
+# partition key only chose the shard.
+_NODE_KEYS: Final = _PLAIN_KEYS | {"id", "runId", "nodeId", "partitionKey"}
 
 
 class JobShard(ShardControls):
@@ -185,6 +188,11 @@ class JobShard(ShardControls):
 
 
 # ------------------------------------------------------------------ enqueue inside the shard (J-26..J-41)
+_FastEnqueue: TypeAlias = Callable[
+    [ShardContext, list[EnqueueItem], int, str, JobRow, list[EnqueueOutcome] | None], list[str]
+]
+
+
 def enqueue_batch(
     ctx: ShardContext,
     inputs: list[EnqueueItem],
@@ -199,8 +207,9 @@ def enqueue_batch(
     # J-22, J-39
     id_prefix = wire_format.shard_name(ctx.binding, ctx.shard_index) + ":"  # J-12, validated once per batch
     template = job_template(ctx.binding, now_ms)
-    if all(item.keys() <= _PLAIN_KEYS for item in inputs):  # every option at its default (ADR-0120)
-        return _enqueue_plain(ctx, inputs, now_ms, id_prefix, template, outcomes)
+    fast = _fast_path(inputs)
+    if fast is not None:
+        return fast(ctx, inputs, now_ms, id_prefix, template, outcomes)
     out: list[str] = []
     rows: list[tuple[JobRow, int, float]] = []
     new_ids: set[str] = set()
@@ -271,6 +280,53 @@ def _enqueue_plain(
     if jobs_log.isEnabledFor(logging.INFO):  # ADR-0145
         lifecycle_log.enqueued_ids(ctx.binding, job_ids)
     return job_ids
+
+
+def _fast_path(inputs: list[EnqueueItem]) -> _FastEnqueue | None:
+    """The path for a batch that sets no option (ADR-0120): plain jobs, or a run's job nodes when no one
+    reads the lifecycle log; None for any other batch."""
+    if all(item.keys() <= _PLAIN_KEYS for item in inputs):
+        return _enqueue_plain
+    if all(item.keys() <= _NODE_KEYS for item in inputs) and not jobs_log.isEnabledFor(logging.INFO):
+        return _enqueue_nodes
+    return None
+
+
+def _enqueue_nodes(
+    ctx: ShardContext,
+    inputs: list[EnqueueItem],
+    now_ms: int,
+    id_prefix: str,
+    template: JobRow,
+    outcomes: list[EnqueueOutcome] | None,
+) -> list[str]:
+    """``enqueue_batch`` for a run's job nodes: their ids and runs, no option set; one insert."""
+    # J-38: a given id that exists already, or earlier in the batch, is answered as it is.
+    given = [job_id for job_id in (text(item, "id") for item in inputs) if job_id is not None]
+    seen = ctx.lookups.existing(given) if given else set()
+    fresh_ids = iter(wire_format.new_local_ids(len(inputs) - len(given)))
+    out: list[str] = []
+    created: list[tuple[str, object, str | None, str | None]] = []
+    for item in inputs:
+        job_id = text(item, "id") or id_prefix + next(fresh_ids)
+        out.append(job_id)
+        if job_id in seen:
+            if outcomes is not None:
+                outcomes.append(EnqueueOutcome(job_id, "existing"))
+            continue
+        seen.add(job_id)
+        created.append((job_id, item.get("payload"), text(item, "runId"), text(item, "nodeId")))
+        if outcomes is not None:
+            outcomes.append(EnqueueOutcome(job_id, "created", now_ms))
+    payloads = _payload_texts([payload for _, payload, _, _ in created])
+    ready, lane_at = scheduled_lane(now_ms, DEFAULT_PRIORITY, now_ms)
+    rows = [
+        (job_id, text_, run_id, node_id)
+        for (job_id, _, run_id, node_id), text_ in zip(created, payloads, strict=True)
+    ]
+    ctx.jobs.insert_uniform(template, ready, lane_at, rows, ("run_id", "node_id"))
+    _scheduled(ctx, len(created))
+    return out
 
 
 def _scheduled(ctx: ShardContext, count: int) -> None:

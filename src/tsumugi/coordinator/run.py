@@ -14,7 +14,7 @@ from typing import Final
 from tsumugi.clock import Clock
 from tsumugi.coordinator.context import RunContext
 from tsumugi.coordinator.mutation_result import DONE, GONE, INVALID_STATE, MutationResult
-from tsumugi.coordinator.run_decisions import dynamic_row, static_row, text_or_none
+from tsumugi.coordinator.run_decisions import child_row, static_row, text_or_none
 from tsumugi.coordinator.run_ports import RunPeers, RunProjection
 from tsumugi.coordinator.run_tick import RunTick
 from tsumugi.coordinator.run_waits import take_event
@@ -318,25 +318,19 @@ def insert_spawns(
     # F-56
     if store.node_count() + len(spawns) > max_nodes:
         return f"node count exceeded the limit: {max_nodes}"
-    seq = store.next_seq()
-    rows = []
     try:
-        for i, spawn in enumerate(spawns):
-            rows.append(
-                dynamic_row(
-                    child_node_id(parent, _field(spawn, "id")),
-                    str(_field(spawn, "binding")),
-                    parent,
-                    "spawn",
-                    _field(spawn, "payload"),
-                    spawn_options(_options(_field(spawn, "options"))),
-                    seq + i,
-                    now,
-                )
+        children = [
+            child_row(
+                child_node_id(parent, _field(spawn, "id")),
+                str(_field(spawn, "binding")),
+                _field(spawn, "payload"),
+                spawn_options(_options(_field(spawn, "options"))),
             )
+            for spawn in spawns
+        ]
     except TsumugiError as exc:  # F-57 (port): a bad spawn id fails its parent, never the batch
         return str(exc)
-    return set(store.insert_nodes(rows))
+    return set(store.insert_children(parent, "spawn", children, store.next_seq(), now))
 
 
 def _field(spawn: object, name: str) -> object:

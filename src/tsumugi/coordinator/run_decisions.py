@@ -36,7 +36,7 @@ from tsumugi.core.json_types import JsonMapping, JsonValue
 from tsumugi.core.wire_format import resolve_shard, shard_name, shard_name_of, validate_local_id
 from tsumugi.errors import TsumugiError
 from tsumugi.ports import ShardNamespace, SqlValue
-from tsumugi.storage.run_store import NodeRow, RunRow, RunStore
+from tsumugi.storage.run_store import ChildRow, NodeRow, RunRow, RunStore
 from tsumugi.storage.run_waits import RunWaitStore
 
 NodeJob: TypeAlias = dict[str, object]  # a node's job as an enqueue input: payload and camelCase options
@@ -186,12 +186,9 @@ class DecisionApplier:
         if spec.collect and len(drafts) > MAX_COLLECTED_CHILDREN:
             self._fail(node.id, collect_limit_error(node.id))
             return
-        seq = self.store.next_seq()
-        rows = [
-            dynamic_row(d.id, d.binding, node.id, "fanOut", d.payload, d.options, seq + i, self.now_ms)
-            for i, d in enumerate(drafts)
-        ]
-        self.work.touched.update(self.store.insert_nodes(rows))
+        children = [child_row(d.id, d.binding, d.payload, d.options) for d in drafts]
+        inserted = self.store.insert_children(node.id, "fanOut", children, self.store.next_seq(), self.now_ms)
+        self.work.touched.update(inserted)
         self._write(node.id, state="RUNNING")
 
     def _start_job(self, node: NodeRow) -> None:
@@ -304,32 +301,11 @@ class DecisionApplier:
             self._write(node.id, state="FAILED", error=deadline)
 
 
-def dynamic_row(
-    node_id: str,
-    binding: str,
-    parent: str,
-    origin: str,
-    payload: object,
-    options: Mapping[str, object],
-    seq: int,
-    now_ms: int,
-) -> dict[str, SqlValue]:
+def child_row(node_id: str, binding: str, payload: object, options: Mapping[str, object]) -> ChildRow:
     """A fan-out or spawned child with its payload and options frozen as JSON."""
     # F-49, F-56
-    return {
-        "id": node_id,
-        "binding": binding,
-        "state": "PENDING",
-        "container": 0,
-        "parent": parent,
-        "origin": origin,
-        "after": "[]",
-        "payload": wire_format.dumps(payload),
-        "options": wire_format.dumps(dict(options)) if options else NO_OPTIONS,
-        "seq": seq,
-        "created_at": now_ms,
-        "updated_at": now_ms,
-    }
+    frozen = wire_format.dumps(dict(options)) if options else NO_OPTIONS
+    return ChildRow(node_id, binding, wire_format.dumps(payload), frozen)
 
 
 def static_row(entry: JsonMapping, seq: int, now_ms: int) -> dict[str, SqlValue]:

@@ -241,25 +241,31 @@ class JobStore:
             self.sql.execute_many(MARK, settled)
 
     def insert_uniform(
-        self, template: JobRow, ready: int, lane_at: float, ids_and_payloads: list[tuple[str, str]]
+        self,
+        template: JobRow,
+        ready: int,
+        lane_at: float,
+        rows: Sequence[tuple[SqlValue, ...]],
+        extra: tuple[str, ...] = (),
     ) -> None:
-        """Insert SCHEDULED jobs that differ from ``template`` only in id and payload text.
+        """Insert SCHEDULED jobs that differ from ``template`` only in id, payload text and ``extra``.
 
-        The rows ``insert_many`` would write, built without a dict per job: a plain ``enqueue_many``.
+        Each row is ``(id, payload, *extra values)``, with ``extra`` naming mostly-NULL columns. The rows
+        ``insert_many`` would write, built without a dict per job: a plain ``enqueue_many``, or a run's
+        job nodes.
         """
         if _often_null_values(template) != _NONE_OFTEN_NULL or template["state"] in TERMINAL_STATES:
-            self.insert_many(
-                [({**template, "id": i, "payload": p}, ready, lane_at) for i, p in ids_and_payloads]
-            )
+            jobs = [{**template, **dict(zip(("id", "payload", *extra), row, strict=True))} for row in rows]
+            self.insert_many([(job, ready, lane_at) for job in jobs])  # type: ignore[misc]
             return
         shared = _always_values(template)[1:-2]  # binding .. updated_at, between id and payload
         version = template["version"]
         self.sql.execute_many(
-            _INSERT,
-            [(ready, lane_at, job_id, *shared, payload, version) for job_id, payload in ids_and_payloads],
+            _insert_sql(extra) if extra else _INSERT,
+            [(ready, lane_at, row[0], *shared, row[1], version, *row[2:]) for row in rows],
         )
         created_at = template["created_at"]
-        self.sql.execute_many(_INSERT_FRESH, [(created_at, job_id) for job_id, _ in ids_and_payloads])
+        self.sql.execute_many(_INSERT_FRESH, [(created_at, row[0]) for row in rows])
 
     # ------------------------------------------------------------------ transitions (J-92)
     def update(

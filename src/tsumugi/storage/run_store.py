@@ -72,9 +72,22 @@ class NodeJobState(NamedTuple):
     job_id: str | None
 
 
+class ChildRow(NamedTuple):
+    """A fan-out or spawned child as ``insert_children`` stores it: payload and options as JSON text."""
+
+    id: str
+    binding: str
+    payload: str
+    options: str
+
+
 RUN_COLUMNS: Final = tuple(f.name for f in fields(RunRow))
 NODE_COLUMNS: Final = tuple(f.name for f in fields(NodeRow))
 _NODE_SELECT: Final = f"SELECT {', '.join(NODE_COLUMNS)} FROM node"
+_INSERT_CHILD: Final = (
+    "INSERT INTO node (id, binding, payload, options, parent, origin, seq, created_at, updated_at, state, "
+    "container, after) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'PENDING', 0, '[]')"
+)
 MAX_BOUND: Final = 100  # Durable Object SQL binds at most 100 parameters per statement
 
 
@@ -218,6 +231,28 @@ class RunStore:
             self._insert_batch(names, batch)
         for values in fresh.values():
             live.add(int(values["seq"] or 0), _inserted_view(values))
+        return list(fresh)
+
+    def insert_children(
+        self, parent: str, origin: str, children: Sequence[ChildRow], seq: int, now_ms: int
+    ) -> list[str]:
+        """Insert fan-out or spawned children of ``parent`` as PENDING nodes, from ``seq`` on.
+
+        A child whose id is already a node is left out (the first writer wins); returns the ids inserted.
+        """
+        # F-24, F-49, F-56
+        live = self.live()
+        fresh: dict[str, tuple[int, ChildRow]] = {}
+        for at, child in enumerate(children, seq):
+            if child.id not in live.by_id:
+                fresh.setdefault(child.id, (at, child))
+        self.sql.execute_many(
+            _INSERT_CHILD, [(*child, parent, origin, at, now_ms, now_ms) for at, child in fresh.values()]
+        )
+        pending = (
+            (at, NodeView(child.id, "PENDING", parent=parent, origin=origin)) for at, child in fresh.values()
+        )
+        live.add_children(parent, pending)
         return list(fresh)
 
     def _insert_batch(self, names: tuple[str, ...], batch: list[Mapping[str, SqlValue]]) -> None:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Final, TypeAlias
@@ -171,7 +170,7 @@ class _Simulation:
         elif spec.wait.kind is WaitKind.SLEEP and is_due(wake_at, self.now):
             self.record(view, "", None, "COMPLETED", None)
         else:
-            self.views[view.id] = _with_state(view, "RUNNING")  # no timeout: it waits for ever
+            self.views[view.id] = view.with_state("RUNNING")  # no timeout: it waits for ever
             if wake_at is not None:
                 self.wakes[view.id] = wake_at
 
@@ -202,7 +201,7 @@ class _Simulation:
             child_view = NodeView(draft.id, "PENDING", parent=spec.id, origin="fanOut")
             self.children[draft.id] = _Child(child_view, draft.binding, draft.payload)
             self.views[draft.id] = child_view
-        self.views[spec.id] = _with_state(view, "RUNNING")  # F-94: nothing is recorded for an expansion
+        self.views[spec.id] = view.with_state("RUNNING")  # F-94: nothing is recorded for an expansion
 
     def record(
         self,
@@ -213,7 +212,7 @@ class _Simulation:
         result: JsonValue,
         error: str | None = None,
     ) -> None:
-        updated = _with_state(view, state)
+        updated = view.with_state(state)
         self.views[view.id] = updated
         if view.id in self.children:
             self.children[view.id].view = updated
@@ -240,10 +239,6 @@ class _Simulation:
 
     def _kids(self, parent: str) -> list[_Child]:
         return [c for c in self.children.values() if c.view.parent == parent]
-
-
-def _with_state(view: NodeView, state: str) -> NodeView:
-    return dataclasses.replace(view, state=state)
 
 
 def simulate_flow(

@@ -216,10 +216,10 @@ class FailingOnce(SqliteExecutor):
 async def test_a_tick_failing_mid_fan_out_leaves_no_half_of_it(make_world: Any) -> None:
     # F-35, F-38, ADR-0169: a decision round commits whole or not at all; the retried tick does it again.
     world, _ = world_on_a_read_model(make_world)
-    storage = FailingOnce("INSERT INTO node", nth=3)  # the start's insert, then the fan-out's chunks
+    storage = FailingOnce("UPDATE node", nth=1)  # the container's move to RUNNING, after its children
     run = world.get(RUN, storage)
     await run.start("WIDE", {"n": 300})
-    await tick(world)  # the fan-out's second insert fails: the tick is retried later
+    await tick(world)  # the children are inserted, then the container's update fails: retried later
     assert set(world.states(RUN)) == {"each"}
     assert world.states(RUN)["each"] == "PENDING"
     assert world.shards.all_jobs() == {}

@@ -37,7 +37,18 @@ def run_histories(draw: Any) -> tuple[list[NodeView], list[tuple[str, Any]]]:
     steps: list[tuple[str, Any]] = []
     ids = [n.id for n in nodes]
     for step in range(draw(st.integers(0, 25))):
-        if draw(st.booleans()):
+        kind = draw(st.sampled_from(("add", "kids", "state")))
+        if kind == "kids":  # a fan-out's expansion or a batch of spawns: PENDING children without edges
+            parent = draw(st.sampled_from(ids))
+            origin = draw(st.sampled_from(ORIGINS))
+            count = draw(st.integers(1, 4))
+            kids = [
+                NodeView(f"{parent}:{step}.{k}", "PENDING", parent=parent, origin=origin)
+                for k in range(count)
+            ]
+            ids += [kid.id for kid in kids]
+            steps.append(("kids", (parent, kids)))
+        elif kind == "add":
             parent = draw(st.sampled_from(ids))
             child = NodeView(
                 f"{parent}:{step}",
@@ -77,6 +88,10 @@ def test_incremental_progress_matches_advance_after_every_change(
         if kind == "add":
             live.add(len(current), value)
             current.append(value)
+        elif kind == "kids":
+            parent, kids = value
+            live.add_children(parent, enumerate(kids, len(current)))
+            current += kids
         else:
             node_id, state = value
             live.set_state(node_id, state)
@@ -94,4 +109,4 @@ def test_limit_and_skip_pick_the_first_decisions_in_node_order() -> None:
 
 
 def _fields(node: NodeView) -> dict[str, Any]:
-    return {name: getattr(node, name) for name in NodeView.__slots__}
+    return node._asdict()

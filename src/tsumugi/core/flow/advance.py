@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Final, Protocol, Required, TypedDict
+from typing import Final, NamedTuple, Protocol, Required, TypedDict
 
 from tsumugi.core.states import FAILED_NODE_STATES, TERMINAL_NODE_STATES, RunStateName
 
@@ -27,9 +27,8 @@ class DecisionType(StrEnum):
     WAIT = "wait"  # ADR-0147: a sleep or wait-for-event node starts waiting
 
 
-@dataclass(frozen=True, slots=True)
-class NodeView:
-    """What ``advance`` needs to know about one node row."""
+class NodeView(NamedTuple):
+    """What ``advance`` needs to know about one node row (a tuple: a run makes one per node move)."""
 
     id: str
     state: str
@@ -42,7 +41,7 @@ class NodeView:
     waiting: bool = False  # ADR-0147: a sleep or wait-for-event node
 
     def with_state(self, state: str) -> NodeView:
-        """This node in ``state``: ``dataclasses.replace`` without its per-call field walk."""
+        """This node in ``state`` (``_replace`` without its keyword handling)."""
         return NodeView(
             self.id,
             state,

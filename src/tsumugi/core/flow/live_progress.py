@@ -19,6 +19,7 @@ from tsumugi.core.flow.advance import FAN_OUT_ORIGIN, Decision, NodeView, decide
 from tsumugi.core.states import COUNTED_FAILED_NODE_STATES, FAILED_NODE_STATES, TERMINAL_NODE_STATES
 
 _ABSENT: Final = (True, True, False)  # the flags a node that does not exist contributes: nothing
+_PENDING: Final = (False, False, False)  # the flags of a PENDING node without children
 
 
 @dataclass(slots=True)
@@ -74,6 +75,27 @@ class LiveProgress:
         self._count(node.state, 1)
         self._flags[node.id] = _ABSENT
         self._refresh(node.id, was_present=False)  # also marks the nodes waiting for this id dirty
+
+    def add_children(self, parent: str, children: Iterable[tuple[int, NodeView]]) -> None:
+        """``add`` for each new PENDING child of ``parent`` without edges, refreshing ``parent`` once."""
+        # F-49, F-56: fan-out and spawned children
+        kids = self._kids.get(parent)
+        if kids is None:
+            kids = self._kids[parent] = _Kids()
+        for seq, node in children:
+            if node.id in self.by_id:
+                continue
+            assert node.state == "PENDING" and not node.after and node.parent == parent
+            self.by_id[node.id] = node
+            self._seq[node.id] = seq
+            self._flags[node.id] = _PENDING
+            self._dirty.add(node.id)
+            self._dirty.update(self._dependents.get(node.id, ()))
+            kids.unsettled += 1
+            if node.origin != FAN_OUT_ORIGIN:
+                kids.unsucceeded += 1
+        if parent in self.by_id:
+            self._refresh(parent, was_present=True)
 
     def set_state(self, node_id: str, state: str) -> None:
         node = self.by_id.get(node_id)
