@@ -59,6 +59,22 @@ def test_do_sql_executor_returns_rows_and_releases_every_cursor() -> None:
     assert sql.rows_written == 2 and sql.rows_read == 2
 
 
+def test_do_sql_executes_many_inserts_as_few_statements_within_the_parameter_limit() -> None:
+    storage = FakeDurableObjectStorage()
+    sql = DurableObjectSqlExecutor(storage)
+    sql.execute("CREATE TABLE t (k TEXT PRIMARY KEY, n INTEGER, s TEXT)")
+    storage.sql.statements.clear()
+    sql.execute_many("INSERT INTO t (k, n, s) VALUES (?, ?, 'x')", [(f"k{i:03}", i) for i in range(120)])
+    assert [len(args) for _, args in storage.sql.statements] == [100, 100, 40]  # 50 rows of 2 a statement
+    assert sql.execute("SELECT COUNT(*), SUM(n), MIN(s) FROM t") == [(120, sum(range(120)), "x")]
+    assert sql.rows_written == 120
+    storage.sql.statements.clear()
+    sql.execute_many("UPDATE t SET n = ? WHERE k = ?", [(0, "k000"), (0, "k001")])  # one per row
+    sql.execute_many("INSERT OR IGNORE INTO t (k, n) VALUES (?, abs(?))", [("k000", 1), ("new", -2)])
+    assert len(storage.sql.statements) == 4
+    assert sql.execute("SELECT n FROM t WHERE k IN ('k000', 'new') ORDER BY k") == [(0,), (2,)]
+
+
 def test_do_sql_transaction_uses_transaction_sync_and_rolls_back_on_error() -> None:
     storage = FakeDurableObjectStorage()
     sql = DurableObjectSqlExecutor(storage)

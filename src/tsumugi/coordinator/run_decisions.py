@@ -89,6 +89,7 @@ class DecisionApplier:
         self.runs = runs
         self.flow_input = wire_format.loads(run.input)
         self.work = TickWork()
+        self._shards: dict[str, str] = {}  # binding -> the shard of this run's new jobs
 
     async def apply(
         self, decision: Decision, cancelling: bool, expired: bool, node: NodeRow | None = None
@@ -192,29 +193,13 @@ class DecisionApplier:
         self._write(node.id, state="RUNNING")
 
     def _start_job(self, node: NodeRow) -> None:
-        if node.origin != "static":
-            job: NodeJob = {
-                **(wire_format.loads(node.options) if node.options not in (None, "", NO_OPTIONS) else {}),
-                "payload": wire_format.loads(node.payload) if node.payload is not None else None,
-            }
-        else:
-            spec = self.flow.node(node.id)
-            if spec is None or spec.kind is not NodeKind.JOB:
-                self._fail(node.id, f"node definition is missing: {node.id}")
-                return
-            deps = self._gate(node, spec)
-            if deps is None:
-                return
-            try:
-                job = build_job(spec, self.flow_input, deps)
-            except Exception as exc:  # ADR-0073
-                self._fail(node.id, _message(exc))
-                return
+        job = self._dynamic_job(node) if node.origin != "static" else self._static_job(node)
+        if job is None:
+            return
         job_id = node.job_id
         if job_id is None:
             try:
-                index = resolve_shard(node.binding, self.shards_of.get(node.binding, 1), self.run.id)
-                shard = shard_name(node.binding, index)
+                shard = self._shard(node.binding)
                 job_id = f"{shard}:{validate_local_id(self.new_id())}"
             except TsumugiError as exc:  # F-57: a spawn binding that cannot name a job fails its node
                 self._fail(node.id, _message(exc))
@@ -223,16 +208,41 @@ class DecisionApplier:
             self.work.job_ids[node.id] = job_id
         else:
             shard = shard_name_of(job_id)
-        enqueue = {
-            **job,
-            "id": job_id,
-            "binding": node.binding,
-            "runId": self.run.id,
-            "nodeId": node.id,
-            "partitionKey": self.run.id,
-        }
-        self.work.jobs.setdefault(shard, []).append(enqueue)
+        job["id"], job["binding"], job["nodeId"] = job_id, node.binding, node.id
+        job["runId"] = job["partitionKey"] = self.run.id
+        self.work.jobs.setdefault(shard, []).append(job)
         self.work.job_nodes.append(node.id)
+
+    @staticmethod
+    def _dynamic_job(node: NodeRow) -> NodeJob:
+        """A fan-out or spawned child's job: its options and payload as they were frozen."""
+        job: NodeJob = wire_format.loads(node.options) if node.options not in (None, "", NO_OPTIONS) else {}
+        job["payload"] = wire_format.loads(node.payload) if node.payload is not None else None
+        return job
+
+    def _static_job(self, node: NodeRow) -> NodeJob | None:
+        """A static job node's job, built from the code now; None when the node failed or was skipped."""
+        spec = self.flow.node(node.id)
+        if spec is None or spec.kind is not NodeKind.JOB:
+            self._fail(node.id, f"node definition is missing: {node.id}")
+            return None
+        deps = self._gate(node, spec)
+        if deps is None:
+            return None
+        try:
+            return build_job(spec, self.flow_input, deps)
+        except Exception as exc:  # ADR-0073
+            self._fail(node.id, _message(exc))
+            return None
+
+    def _shard(self, binding: str) -> str:
+        """The shard a new job of ``binding`` goes to in this run, the same for each of its jobs."""
+        # J-19: the run's id is the partition key
+        shard = self._shards.get(binding)
+        if shard is None:
+            index = resolve_shard(binding, self.shards_of.get(binding, 1), self.run.id)
+            shard = self._shards[binding] = shard_name(binding, index)
+        return shard
 
     def _start_run(self, node: NodeRow) -> None:
         spec = self.flow.node(node.id)

@@ -55,8 +55,9 @@ class NodeView(NamedTuple):
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(NamedTuple):
+    """What happens next to one node (a tuple: a run makes one per node it decides)."""
+
     type: DecisionType
     id: str
     reason: str | None = None  # T-6: why a node is skipped
@@ -191,6 +192,10 @@ def decide(node: NodeView, tree: NodeFlags, *, halting: bool, kids_settled: bool
 def _gate(node: NodeView, tree: NodeFlags) -> Decision | None:
     """The decision for a PENDING node once its dependencies allow one (step 3, T-1, T-2)."""
     # F-32
+    if not node.after:  # a node without dependencies: a fan-out or spawned child, or a first node
+        if node.trigger == "failure":
+            return Decision(DecisionType.SKIP, node.id, "trigger not met: no dependency failed")
+        return _begin(node)
     missing = next((d for d in node.after if d not in tree.by_id), None)
     if missing is not None:
         return Decision(DecisionType.SKIP, node.id, f"dependency is missing: {missing}")
@@ -205,6 +210,11 @@ def _gate(node: NodeView, tree: NodeFlags) -> Decision | None:
         if blocker is not None:
             verb = "failed" if tree.failed(blocker) else "did not run"
             return Decision(DecisionType.SKIP, node.id, f"trigger not met: dependency {verb}: {blocker.id}")
+    return _begin(node)
+
+
+def _begin(node: NodeView) -> Decision:
+    """How a PENDING node whose dependencies allow it begins."""
     if node.container:
         return Decision(DecisionType.EXPAND, node.id)
     if node.waiting:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from tsumugi.core.flow.advance import FAN_OUT_ORIGIN, Decision, NodeView, decide, is_node_terminal
+from tsumugi.core.flow.advance import FAN_OUT_ORIGIN, Decision, NodeView, decide
 from tsumugi.core.states import COUNTED_FAILED_NODE_STATES, FAILED_NODE_STATES, TERMINAL_NODE_STATES
 
 _ABSENT: Final = (True, True, False)  # the flags a node that does not exist contributes: nothing
@@ -112,35 +112,40 @@ class LiveProgress:
 
     def _refresh(self, node_id: str, *, was_present: bool) -> None:
         """Recompute the flags of ``node_id``, then of its ancestors for as long as they change."""
-        current: str | None = node_id
+        by_id, flags, all_kids, dirty = self.by_id, self._flags, self._kids, self._dirty
+        current = node_id
         present = was_present
-        while current is not None:
-            self._dirty.add(current)  # its own decision reads its state and its children (AGGREGATE)
-            node = self.by_id[current]
-            old = self._flags[current]
-            kids = self._kids.get(current, _NO_KIDS)
-            settled = is_node_terminal(node.state) and kids.unsettled == 0  # F-30
-            succeeded = settled and node.state == "COMPLETED" and kids.unsucceeded == 0  # F-31
-            new = (settled, succeeded, node.state in FAILED_NODE_STATES or kids.failed > 0)  # T-1
+        while True:
+            dirty.add(current)  # its own decision reads its state and its children (AGGREGATE)
+            node = by_id[current]
+            old = flags[current]
+            kids = all_kids.get(current, _NO_KIDS)
+            state = node.state
+            settled = state in TERMINAL_NODE_STATES and kids.unsettled == 0  # F-29, F-30
+            succeeded = settled and state == "COMPLETED" and kids.unsucceeded == 0  # F-31
+            new = (settled, succeeded, state in FAILED_NODE_STATES or kids.failed > 0)  # T-1
             if new == old and present:
                 return
-            self._flags[current] = new
-            self._dirty.update(self._dependents.get(current, ()))
+            flags[current] = new
+            waiting = self._dependents.get(current)
+            if waiting:
+                dirty.update(waiting)
             before = old if present else _ABSENT
-            if node.parent is None:
+            parent_id = node.parent
+            if parent_id is None:
                 self.unsettled_roots += (not new[0]) - (not before[0])
                 self.failed_roots += new[2] - before[2]
                 return
-            parent = self._kids.get(node.parent)
+            parent = all_kids.get(parent_id)
             if parent is None:
-                parent = self._kids[node.parent] = _Kids()
+                parent = all_kids[parent_id] = _Kids()
             parent.unsettled += (not new[0]) - (not before[0])
             if node.origin != FAN_OUT_ORIGIN:
                 parent.unsucceeded += (not new[1]) - (not before[1])
                 parent.failed += new[2] - before[2]
-            if node.parent not in self.by_id:
+            if parent_id not in by_id:
                 return  # an orphan counts toward nobody, as in ``advance``
-            current, present = node.parent, True
+            current, present = parent_id, True
 
     # ------------------------------------------------------------------ reading
     def decisions(
