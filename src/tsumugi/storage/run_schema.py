@@ -79,7 +79,6 @@ NODE_ADDED_COLUMNS: Final[tuple[tuple[str, str], ...]] = (
 
 INDEXES: Final = (
     "CREATE INDEX IF NOT EXISTS node_parent ON node(parent)",
-    "CREATE INDEX IF NOT EXISTS node_state ON node(state)",
     "CREATE INDEX IF NOT EXISTS node_order ON node(seq, id)",
     # ADR-0147: only waiting nodes carry these, so the partial indexes cost nothing for job nodes.
     "CREATE INDEX IF NOT EXISTS node_wake ON node(wake_at) WHERE wake_at IS NOT NULL",
@@ -103,3 +102,5 @@ def ensure_run_schema(sql: SqlExecutor) -> None:
                 sql.execute(f"ALTER TABLE {table} ADD COLUMN {name} {decl}")
     for ddl in INDEXES:
         sql.execute(ddl)
+    # No query picks nodes by state alone, and each move of a node rewrote its entry in this index.
+    sql.execute("DROP INDEX IF EXISTS node_state")

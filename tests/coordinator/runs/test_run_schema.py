@@ -37,3 +37,17 @@ def test_result_limit_counts_utf16_units() -> None:
     assert encode_result("😀" * 4096)[1] == RESULT_ERROR  # 4,096 characters but 8,194 code units
     assert encode_result(object()) == (None, RESULT_ERROR)
     assert RESULT_ERROR == "cannot store the result (over 8192 chars or not serializable)"
+
+
+def test_older_storage_loses_the_node_state_index_and_the_wait_queries_use_their_own() -> None:
+    # F-27, ADR-0147: the index on state alone served no query and was rewritten by every node move.
+    sql = SqliteExecutor()
+    ensure_run_schema(sql)
+    sql.execute("CREATE INDEX node_state ON node(state)")  # what an older release created
+    ensure_run_schema(sql)
+    indexes = {str(row[0]) for row in sql.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert "node_state" not in indexes
+    assert {"node_parent", "node_order", "node_wake"} <= indexes
+    due = "SELECT id FROM node WHERE wake_at IS NOT NULL AND wake_at <= 5 AND state = 'RUNNING'"
+    plan = " ".join(str(row[-1]) for row in sql.execute(f"EXPLAIN QUERY PLAN {due}"))
+    assert "node_wake" in plan
