@@ -282,21 +282,21 @@ class RunStore:
                 [now_ms, *(value for row in chunk for value in row)],
             )
         if self._live is not None:
-            for node_id, state, _, _ in settled:
-                self._live.set_state(node_id, state)
+            self._live.set_states((node_id, state) for node_id, state, _, _ in settled)
 
     def set_job_ids(self, job_ids: Mapping[str, str], now_ms: int) -> None:
         """Store each node's reserved job id, many nodes per statement."""
         # F-41
         pairs = list(job_ids.items())
-        per_statement = (MAX_BOUND - 1) // 3
+        per_statement = (MAX_BOUND - 1) // 2
         for start in range(0, len(pairs), per_statement):
             chunk = pairs[start : start + per_statement]
-            cases = " ".join("WHEN ? THEN ?" for _ in chunk)
-            marks = ", ".join("?" * len(chunk))
+            values = ", ".join(["(?, ?)"] * len(chunk))
+            # A join on the ids, not ``CASE id WHEN ...``: that compares each row with every id in turn.
             self.sql.execute(
-                f"UPDATE node SET updated_at = ?, job_id = CASE id {cases} END WHERE id IN ({marks})",
-                [now_ms, *(value for pair in chunk for value in pair), *(node_id for node_id, _ in chunk)],
+                f"UPDATE node SET job_id = v.column2, updated_at = ? FROM (VALUES {values}) AS v "
+                "WHERE node.id = v.column1",
+                [now_ms, *(value for pair in chunk for value in pair)],
             )
 
     def mark_in_state(
@@ -315,8 +315,7 @@ class RunStore:
                 f"UPDATE node SET state = ?, updated_at = ? WHERE +state = ? AND id IN ({marks})",
                 [state, now_ms, expected, *chunk],
             )
-        for node_id in moved:
-            live.set_state(node_id, state)
+        live.set_states((node_id, state) for node_id in moved)
         return moved
 
     def update_node_in_state(

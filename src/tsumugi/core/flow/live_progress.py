@@ -98,13 +98,19 @@ class LiveProgress:
             self._refresh(parent, was_present=True)
 
     def set_state(self, node_id: str, state: str) -> None:
-        node = self.by_id.get(node_id)
-        if node is None or node.state == state:
-            return
-        self._count(node.state, -1)
-        self._count(state, 1)
-        self.by_id[node_id] = node.with_state(state)
-        self._refresh(node_id, was_present=True)
+        self.set_states(((node_id, state),))
+
+    def set_states(self, moves: Iterable[tuple[str, str]]) -> None:
+        """``(node id, new state)`` for each node that moved; an unknown id is ignored."""
+        by_id = self.by_id
+        for node_id, state in moves:
+            node = by_id.get(node_id)
+            if node is None or node.state == state:
+                continue
+            self._count(node.state, -1)
+            self._count(state, 1)
+            by_id[node_id] = node.with_state(state)
+            self._refresh(node_id, was_present=True)
 
     def _count(self, state: str, delta: int) -> None:
         self.done += delta if state in TERMINAL_NODE_STATES else 0  # F-26 node_done
