@@ -14,6 +14,7 @@ import pytest
 
 from tsumugi.ports import SqlExecutor, SqlValue
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
+from tsumugi.storage.event_outbox import EventOutbox, RunJobEvent
 from tsumugi.storage.job_lookups import JobLookups
 from tsumugi.storage.job_table import JOB_COLUMNS, JobRow, JobStore, Settle, scheduled_lane, seq_floor
 from tsumugi.storage.projection_outbox import ProjectionOutbox
@@ -223,3 +224,42 @@ def test_tick_queries_are_served_by_indexes(sql: SqlExecutor, query: str) -> Non
     # ADR-0043: no tick query scans the job table
     plan = " ".join(str(row[-1]) for row in sql.execute(f"EXPLAIN QUERY PLAN {query}"))
     assert "INDEX" in plan and "SCAN job " not in plan + " "
+
+
+def test_run_events_come_back_as_they_went_in_and_older_rows_still_read() -> None:
+    # F-45, F-55: an event's fields and a completed attempt's spawns; a shard written by an earlier
+    # version kept the whole event as JSON in one column, and gains the new columns on start.
+    sql = SqliteExecutor()
+    sql.execute(
+        "CREATE TABLE run_notify (seq INTEGER PRIMARY KEY, run_id TEXT NOT NULL, event TEXT NOT NULL)"
+    )
+    older = '{"nodeId":"a","jobId":"B#0:x","state":"FAILED","result":null,"error":"boom"}'
+    sql.execute("INSERT INTO run_notify (run_id, event) VALUES ('R:1', ?)", (older,))
+    ensure_shard_schema(sql)
+    ensure_shard_schema(sql)
+    events = EventOutbox(sql)
+    completed: RunJobEvent = {
+        "nodeId": "b",
+        "jobId": "B#0:y",
+        "state": "COMPLETED",
+        "result": '{"n":1}',
+        "error": None,
+        "spawns": [{"id": "c", "binding": "B", "payload": [1, "two"]}],
+    }
+    plain: RunJobEvent = {
+        "nodeId": None,
+        "jobId": "B#0:z",
+        "state": "CANCELLED",
+        "result": None,
+        "error": None,
+    }
+    events.add_run_events([("R:1", completed), ("R:2", plain)])
+    read = events.run_events(10)
+    assert [(seq, run_id) for seq, run_id, _ in read] == [(1, "R:1"), (2, "R:1"), (3, "R:2")]
+    assert [event for _, _, event in read] == [
+        {"nodeId": "a", "jobId": "B#0:x", "state": "FAILED", "result": None, "error": "boom"},
+        completed,
+        plain,
+    ]
+    events.delete_run_events([1, 3])
+    assert [seq for seq, _, _ in events.run_events(10)] == [2]

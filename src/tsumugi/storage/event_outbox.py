@@ -9,12 +9,12 @@ succeeded (at-least-once).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple, NotRequired, TypeAlias, TypedDict
+from typing import Final, NamedTuple, NotRequired, TypeAlias, TypedDict
 
 from tsumugi.core import wire_format
 from tsumugi.core.json_types import JsonObject
-from tsumugi.ports import SqlExecutor
-from tsumugi.storage.sql_values import MAX_BOUND_PARAMS, integer
+from tsumugi.ports import Row, SqlExecutor, SqlValue
+from tsumugi.storage.sql_values import MAX_BOUND_PARAMS, integer, optional_text
 
 
 class RunJobEvent(TypedDict):
@@ -31,6 +31,34 @@ class RunJobEvent(TypedDict):
 
 
 RunEvent: TypeAlias = tuple[str, RunJobEvent]  # (run id, event)
+_ADD_RUN_EVENT: Final = (
+    "INSERT INTO run_notify (run_id, event, node_id, job_id, state, result, error) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _run_event_values(run_id: str, event: RunJobEvent) -> tuple[SqlValue, ...]:
+    """A run event as its row: the fields as columns, a completed attempt's spawns as JSON text."""
+    spawns = event.get("spawns")
+    spawned = wire_format.dumps(spawns) if spawns else ""
+    return (run_id, spawned, event["nodeId"], event["jobId"], event["state"], event["result"], event["error"])
+
+
+def _stored_event(row: Row) -> JsonObject:
+    """The event a ``run_notify`` row holds; a row without ``job_id`` holds the whole event as JSON."""
+    _, _, spawned, node_id, job_id, state, result, error = row
+    if job_id is None:
+        return _object(wire_format.loads(str(spawned)))  # written by an earlier version
+    event: JsonObject = {
+        "nodeId": optional_text(node_id),
+        "jobId": str(job_id),
+        "state": optional_text(state),
+        "result": optional_text(result),
+        "error": optional_text(error),
+    }
+    if spawned:
+        event["spawns"] = wire_format.loads(str(spawned))
+    return event
 
 
 def _object(value: object) -> JsonObject:
@@ -57,22 +85,23 @@ class EventOutbox:
         self.sql = sql
 
     def add_run_event(self, run_id: str, event: RunJobEvent) -> None:
-        self.sql.execute(
-            "INSERT INTO run_notify (run_id, event) VALUES (?, ?)", (run_id, wire_format.dumps(event))
-        )
+        self.add_run_events([(run_id, event)])
 
     def add_run_events(self, events: list[RunEvent]) -> None:
         """``add_run_event`` for many events, in order: one ``executemany``."""
         if events:
             self.sql.execute_many(
-                "INSERT INTO run_notify (run_id, event) VALUES (?, ?)",
-                [(run_id, wire_format.dumps(event)) for run_id, event in events],
+                _ADD_RUN_EVENT, [_run_event_values(run_id, event) for run_id, event in events]
             )
 
     def run_events(self, limit: int) -> list[tuple[int, str, JsonObject]]:
-        """The oldest events as ``(seq, run id, event)``, each as it reached JSON and came back."""
-        rows = self.sql.execute("SELECT seq, run_id, event FROM run_notify ORDER BY seq LIMIT ?", (limit,))
-        return [(integer(s), str(r), _object(wire_format.loads(str(e)))) for s, r, e in rows]
+        """The oldest events as ``(seq, run id, event)``, each event as ``RunRpc.notify`` takes it."""
+        rows = self.sql.execute(
+            "SELECT seq, run_id, event, node_id, job_id, state, result, error FROM run_notify "
+            "ORDER BY seq LIMIT ?",
+            (limit,),
+        )
+        return [(integer(row[0]), str(row[1]), _stored_event(row)) for row in rows]
 
     def delete_run_events(self, seqs: list[int]) -> None:
         _delete_seqs(self.sql, "run_notify", seqs)

@@ -66,8 +66,11 @@ SHARD_DDL: Final[tuple[str, ...]] = (
     # New jobs not yet projected, in creation order: their first projection waits (ADR-0119).
     "CREATE TABLE IF NOT EXISTS fresh ("
     "created_at INTEGER NOT NULL, job_id TEXT NOT NULL, PRIMARY KEY (created_at, job_id)) WITHOUT ROWID",
+    # A run notification's fields are columns; ``event`` holds only a completed attempt's spawns as JSON
+    # (empty without them). A row an earlier version wrote has no job_id and the whole event there.
     "CREATE TABLE IF NOT EXISTS run_notify ("
-    "seq INTEGER PRIMARY KEY, run_id TEXT NOT NULL, event TEXT NOT NULL)",
+    "seq INTEGER PRIMARY KEY, run_id TEXT NOT NULL, event TEXT NOT NULL, "
+    "node_id TEXT, job_id TEXT, state TEXT, result TEXT, error TEXT)",
     "CREATE TABLE IF NOT EXISTS notice ("
     "seq INTEGER PRIMARY KEY, target TEXT NOT NULL, notice_id TEXT NOT NULL, payload TEXT NOT NULL, "
     "traceparent TEXT)",
@@ -84,6 +87,9 @@ SHARD_DDL: Final[tuple[str, ...]] = (
     "CREATE INDEX IF NOT EXISTS throttle_key_tat ON throttle_key(tat)",
 )
 
+# Columns run_notify gained after its first release, added to older storage on start.
+RUN_NOTIFY_ADDED_COLUMNS: Final = ("node_id", "job_id", "state", "result", "error")
+
 # Index entries one row of each table carries, for the rows-written estimate (ADR-0042).
 INDEX_ENTRIES: Final[dict[str, int]] = {"job": 1, "unique_key": 1}
 
@@ -94,5 +100,9 @@ def ensure_shard_schema(sql: SqlExecutor) -> None:
     def create() -> None:
         for statement in SHARD_DDL:
             sql.execute(statement)
+        present = {str(row[1]) for row in sql.execute("PRAGMA table_info(run_notify)")}
+        for column in RUN_NOTIFY_ADDED_COLUMNS:
+            if column not in present:
+                sql.execute(f"ALTER TABLE run_notify ADD COLUMN {column} TEXT")
 
     sql.transaction(create)

@@ -44,3 +44,10 @@ def integer_or_real(value: SqlValue) -> int | float:
 def optional_integer(value: SqlValue) -> int | None:
     """``integer`` of a nullable column."""
     return None if value is None else integer(value)
+
+
+def optional_text(value: SqlValue) -> str | None:
+    """A nullable TEXT column's value."""
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"expected text from SQL, read {value!r}")

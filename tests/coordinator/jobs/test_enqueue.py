@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tsumugi.coordinator.shard_tick import FIRST_PROJECTION_DELAY_MS
 from tsumugi.core.wire_format import parse_job_id
 
@@ -119,3 +121,38 @@ async def test_plain_inputs_write_the_rows_the_full_path_writes(h: Harness) -> N
     assert stored(plain[0]) == stored(full[0])
     assert stored(plain[0])["payload"] == '{"n":1}'  # an integral float prints like JavaScript
     assert h.shard.ctx.outbox.fresh_ids(START + 1, 10) == {plain[0]: START, full[0]: START}  # ADR-0119
+
+
+async def test_run_node_inputs_write_the_rows_the_full_path_writes(h: Harness) -> None:
+    # J-30, J-38, F-36: a run's job nodes (id, run, node, partition key, nothing else) take a short path;
+    # the same inputs with one explicit default option take the full path. The rows are the same, and an
+    # id given twice, in the batch or later, is answered with that id and stored once.
+    def node(n: int, **extra: Any) -> dict[str, Any]:
+        return {
+            "binding": "MAIL",
+            "payload": {"n": n},
+            "id": f"MAIL#0:node{n:020}",
+            "runId": "WIDE:r1",
+            "nodeId": f"each:{n}",
+            "partitionKey": "WIDE:r1",
+            **extra,
+        }
+
+    short = await h.shard.enqueue_many([node(1), node(2), node(1)])
+    assert await h.shard.enqueue_many([node(3, priority=None)]) == [node(3)["id"]]
+    assert short == [node(1)["id"], node(2)["id"], node(1)["id"]]
+    assert await h.shard.enqueue_many([node(2), node(4)]) == [node(2)["id"], node(4)["id"]]
+
+    def stored(job_id: str) -> dict[str, object]:
+        columns = [row[1] for row in h.shard.ctx.sql.execute("PRAGMA table_info(job)")]
+        [values] = h.shard.ctx.sql.execute("SELECT * FROM job WHERE id = ?", (job_id,))
+        return {c: v for c, v in zip(columns, values, strict=True) if c not in ("id", "payload", "node_id")}
+
+    assert stored(node(1)["id"]) == stored(node(3)["id"]) == stored(node(4)["id"])
+    [(count,)] = h.shard.ctx.sql.execute("SELECT COUNT(*) FROM job")
+    assert count == 4
+    [(payload, node_id)] = h.shard.ctx.sql.execute(
+        "SELECT payload, node_id FROM job WHERE id = ?", (node(2)["id"],)
+    )
+    assert (payload, node_id) == ('{"n":2}', "each:2")
+    assert stored(node(1)["id"])["run_id"] == "WIDE:r1"
