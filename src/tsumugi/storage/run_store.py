@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
 from typing import Final, NamedTuple
 
 from tsumugi.core import wire_format
@@ -19,8 +18,9 @@ DONE_STATES: Final[tuple[NodeStateName, ...]] = tuple(sorted(TERMINAL_NODE_STATE
 FAILED_STATES: Final[tuple[NodeStateName, ...]] = tuple(sorted(COUNTED_FAILED_NODE_STATES))
 
 
-@dataclass(frozen=True, slots=True)
-class RunRow:
+class RunRow(NamedTuple):
+    """The run's row (a tuple: a tick reads it several times)."""
+
     id: str
     flow: str
     state: RunStateName
@@ -38,8 +38,9 @@ class RunRow:
     expired: int
 
 
-@dataclass(frozen=True, slots=True)
-class NodeRow:
+class NodeRow(NamedTuple):
+    """A node's row (a tuple: a tick reads one per node it decides)."""
+
     id: str
     binding: str
     state: NodeStateName
@@ -81,8 +82,8 @@ class ChildRow(NamedTuple):
     options: str
 
 
-RUN_COLUMNS: Final = tuple(f.name for f in fields(RunRow))
-NODE_COLUMNS: Final = tuple(f.name for f in fields(NodeRow))
+RUN_COLUMNS: Final = RunRow._fields
+NODE_COLUMNS: Final = NodeRow._fields
 _NODE_SELECT: Final = f"SELECT {', '.join(NODE_COLUMNS)} FROM node"
 _INSERT_CHILD: Final = (
     "INSERT INTO node (id, binding, payload, options, parent, origin, seq, created_at, updated_at, state, "
