@@ -302,13 +302,13 @@ def _enqueue_nodes(
 ) -> list[str]:
     """``enqueue_batch`` for a run's job nodes: their ids and runs, no option set; one insert."""
     # J-38: a given id that exists already, or earlier in the batch, is answered as it is.
-    given = [job_id for job_id in (text(item, "id") for item in inputs) if job_id is not None]
-    seen = ctx.lookups.existing(given) if given else set()
-    fresh_ids = iter(wire_format.new_local_ids(len(inputs) - len(given)))
+    given = [text(item, "id") for item in inputs]
+    seen = ctx.lookups.existing([job_id for job_id in given if job_id])
+    fresh_ids = iter(wire_format.new_local_ids(given.count(None) + given.count("")))
     out: list[str] = []
     created: list[tuple[str, object, str | None, str | None]] = []
-    for item in inputs:
-        job_id = text(item, "id") or id_prefix + next(fresh_ids)
+    for item, given_id in zip(inputs, given, strict=True):
+        job_id = given_id or id_prefix + next(fresh_ids)
         out.append(job_id)
         if job_id in seen:
             if outcomes is not None:

@@ -54,6 +54,15 @@ def run_row(snapshot: Mapping[str, object]) -> tuple[SqlValue, ...]:
 def run_node_row(snapshot: Mapping[str, object]) -> tuple[SqlValue, ...]:
     """Bind values for one node snapshot; ``after`` is stored as JSON array text."""
     # D-4
+    row = tuple(map(snapshot.get, RUN_NODE_COLUMNS))
+    if (
+        type(row[_AFTER]) is str
+        and row[_AFTER]
+        and row[_CONTAINER] in _FLAGS
+        and type(row[_RESULT]) in _TEXT_OR_NONE
+        and _SCALARS.issuperset(map(type, row))
+    ):
+        return row  # type: ignore[return-value]  # as a run's outbox reads it: JSON as text, 0 or 1
     values: dict[str, object] = dict(snapshot)
     values["after"] = json_text(snapshot.get("after")) or "[]"
     values["result"] = json_text(snapshot.get("result"))
@@ -62,6 +71,9 @@ def run_node_row(snapshot: Mapping[str, object]) -> tuple[SqlValue, ...]:
 
 
 _SCALARS: Final = frozenset({str, int, float, type(None)})  # bound as they are (a bool is not one)
+_AFTER, _CONTAINER, _RESULT = (RUN_NODE_COLUMNS.index(c) for c in ("after", "container", "result"))
+_FLAGS: Final = (0, 1)
+_TEXT_OR_NONE: Final = (str, type(None))
 
 
 def _bound(values: Mapping[str, object], columns: tuple[str, ...]) -> tuple[SqlValue, ...]:

@@ -107,8 +107,9 @@ class LiveProgress:
             node = by_id.get(node_id)
             if node is None or node.state == state:
                 continue
-            self._count(node.state, -1)
-            self._count(state, 1)
+            was = node.state  # F-26: the counters, as ``_count`` keeps them, without a call per node
+            self.done += (state in TERMINAL_NODE_STATES) - (was in TERMINAL_NODE_STATES)
+            self.failed_count += (state in COUNTED_FAILED_NODE_STATES) - (was in COUNTED_FAILED_NODE_STATES)
             by_id[node_id] = node.with_state(state)
             self._refresh(node_id, was_present=True)
 
