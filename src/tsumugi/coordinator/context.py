@@ -29,9 +29,9 @@ from tsumugi.storage.event_outbox import EventOutbox
 from tsumugi.storage.job_lookups import JobLookups
 from tsumugi.storage.job_table import JobStore
 from tsumugi.storage.projection_outbox import ProjectionOutbox
-from tsumugi.storage.run_outbox import RunOutbox
+from tsumugi.storage.run_outbox import RunOutbox, run_snapshot
 from tsumugi.storage.run_schema import ensure_run_schema
-from tsumugi.storage.run_store import RunStore, run_snapshot
+from tsumugi.storage.run_store import RunStore
 from tsumugi.storage.run_waits import RunWaitStore
 from tsumugi.storage.schedule_store import ScheduleStore
 from tsumugi.storage.shard_schema import ensure_shard_schema

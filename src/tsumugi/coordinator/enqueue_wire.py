@@ -1,4 +1,5 @@
-"""Reading one enqueue input (the camelCase wire dict a client, a run or a notice sends) field by field.
+"""Reading one enqueue input (the camelCase wire dict a client, a run or a notice sends) field by field,
+and the row of the new job it becomes.
 
 Inputs were checked where they were made (``core.options``, the REST schemas, a flow's node options); these
 narrow each field to the type the row stores, converting numbers as ``int()`` always did.
@@ -8,11 +9,24 @@ narrow each field to the type the row stores, converting numbers as ``int()`` al
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
+from tsumugi.core import wire_format
+from tsumugi.core.backoff import DEFAULT_BACKOFF
+from tsumugi.core.defaults import (  # ADR-0157: said once
+    DEFAULT_GUARANTEE,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_PRIORITY,
+    DEFAULT_TIMEOUT_MS,
+)
+from tsumugi.core.wire_format import check_payload_text
 from tsumugi.errors import EnqueueError
+from tsumugi.storage.job_table import JobRow, seq_floor
 
 EnqueueItem: TypeAlias = Mapping[str, object]
+_DEFAULT_BACKOFF_TEXT: Final = wire_format.dumps(DEFAULT_BACKOFF)  # encoded once, not per job (ADR-0105)
+# An input with only these keys leaves every option at its default (ADR-0120).
+PLAIN_KEYS: Final = frozenset({"binding", "payload"})
 
 
 def number(value: object, key: str) -> int | float:
@@ -60,3 +74,90 @@ def mapping(item: EnqueueItem, key: str) -> Mapping[str, object]:
     if isinstance(value, Mapping):
         return value
     raise EnqueueError(f"{key} must be an object, got {value!r}")
+
+
+def _payload_text(payload: object) -> str:
+    """The stored payload JSON; an unserializable payload fails the enqueue."""
+    # J-27
+    try:
+        return wire_format.dumps(payload)
+    except (TypeError, ValueError, RecursionError) as exc:  # the client's words (core/options)
+        raise EnqueueError(f"payload must be JSON-serializable: {exc}") from None
+
+
+def payload_texts(payloads: list[object]) -> list[str]:
+    """``_payload_text`` of each payload, in one frame: the plain ``enqueue_many`` path (ADR-0120)."""
+    try:
+        texts = [wire_format.dumps(payload) for payload in payloads]
+    except (TypeError, ValueError, RecursionError) as exc:  # the client's words (core/options)
+        raise EnqueueError(f"payload must be JSON-serializable: {exc}") from None
+    for payload_text in texts:
+        check_payload_text(payload_text)  # ADR-0133: the same limit as every other enqueue path
+    return texts
+
+
+def _backoff_text(backoff: object) -> str:
+    return _DEFAULT_BACKOFF_TEXT if backoff is None else wire_format.dumps(backoff)  # J-28: None -> default
+
+
+def job_template(binding: str, now_ms: int) -> JobRow:
+    """The row of a new SCHEDULED job with every option at its default; no id, no payload yet."""
+    # J-30
+    return {
+        "id": "",  # each job's own, set by new_job_row or insert_uniform
+        "binding": binding,
+        "state": "SCHEDULED",
+        "priority": DEFAULT_PRIORITY,
+        "attempts": 0,
+        "max_attempts": DEFAULT_MAX_ATTEMPTS,
+        "concurrency_key": None,
+        "unique_key": None,
+        "guarantee": DEFAULT_GUARANTEE,
+        "timeout_ms": DEFAULT_TIMEOUT_MS,
+        "backoff": _DEFAULT_BACKOFF_TEXT,
+        "run_after": now_ms,
+        "created_at": now_ms,
+        "updated_at": now_ms,
+        "dispatched_at": None,
+        "heartbeat_at": None,
+        "progress": None,
+        "payload": "null",
+        "result": None,
+        "run_id": None,
+        "node_id": None,
+        "expires_at": None,
+        "traceparent": None,
+        "cancel_requested_at": None,
+        "version": seq_floor(now_ms),
+    }
+
+
+def new_job_row(job_id: str, item: EnqueueItem, now_ms: int, template: JobRow) -> JobRow:
+    """The row of a new SCHEDULED job: ``template`` (``job_template``) with the item's options."""
+    # J-30
+    row = template.copy()
+    row["id"] = job_id
+    row["payload"] = _payload_text(item.get("payload"))
+    if item.keys() <= PLAIN_KEYS:
+        return row  # nothing but binding and payload: every option is the default (ADR-0120)
+    run_at = maybe_int(item, "runAt")
+    delay_ms = maybe_int(item, "delayMs")
+    if run_at is not None or delay_ms is not None:
+        row["run_after"] = run_at if run_at is not None else now_ms + (delay_ms or 0)  # J-26
+    expires_at = maybe_int(item, "expiresAt")
+    if expires_at is None:
+        expires_in_ms = maybe_int(item, "expiresInMs")
+        expires_at = None if expires_in_ms is None else now_ms + expires_in_ms  # J-41: from enqueue time
+    row["expires_at"] = expires_at
+    row["priority"] = opt_number(item, "priority", DEFAULT_PRIORITY)
+    row["max_attempts"] = opt_int(item, "maxAttempts", DEFAULT_MAX_ATTEMPTS)
+    guarantee = text(item, "guarantee")
+    row["guarantee"] = DEFAULT_GUARANTEE if guarantee is None else guarantee
+    row["timeout_ms"] = opt_int(item, "timeoutMs", DEFAULT_TIMEOUT_MS)
+    row["backoff"] = _backoff_text(item.get("backoff"))
+    row["concurrency_key"] = text(item, "concurrencyKey")
+    row["unique_key"] = text(item, "uniqueKey")
+    row["run_id"] = text(item, "runId")
+    row["node_id"] = text(item, "nodeId")
+    row["traceparent"] = text(item, "traceparent")
+    return row

@@ -2,8 +2,8 @@
 
 A class over its ``ShardContext`` (ADR-0160). Every RPC runs its storage work synchronously in one
 transaction (so check-then-insert is atomic), then awaits only the alarm. The alarm handler is one tick
-(``shard_tick``); reports move jobs through ``job_transitions``. Enqueue's defaults, dedupe, ids and
-insert are here too, below the class.
+(``shard_tick``); reports move jobs through ``job_transitions``. Enqueue's dedupe, ids and insert are
+here too, below the class; ``enqueue_wire`` builds a new job's row.
 """
 # J-4, J-161, J-22..J-41
 
@@ -18,35 +18,35 @@ from tsumugi import telemetry
 from tsumugi.clock import Clock
 from tsumugi.coordinator import lifecycle_log, shard_projection, shard_tick
 from tsumugi.coordinator.context import TICK_RETRY_MS, ShardContext, log
-from tsumugi.coordinator.enqueue_wire import EnqueueItem, maybe_int, opt_int, opt_number, text
+from tsumugi.coordinator.enqueue_wire import (
+    PLAIN_KEYS,
+    EnqueueItem,
+    job_template,
+    new_job_row,
+    opt_int,
+    payload_texts,
+    text,
+)
 from tsumugi.coordinator.job_transitions import apply_report, apply_reports
 from tsumugi.coordinator.shard_controls import ShardControls
 from tsumugi.coordinator.shard_enqueue_keys import KeyedEnqueue
 from tsumugi.coordinator.shard_ports import MetricsWriter, ShardProjection
 from tsumugi.coordinator.shard_tick import plan_tick
 from tsumugi.core import wire_format
-from tsumugi.core.backoff import DEFAULT_BACKOFF
 from tsumugi.core.defaults import (  # ADR-0157: said once
-    DEFAULT_GUARANTEE,
-    DEFAULT_MAX_ATTEMPTS,
     DEFAULT_PRIORITY,
-    DEFAULT_TIMEOUT_MS,
 )
 from tsumugi.core.enqueue_keys import EnqueueOutcome
 from tsumugi.core.json_types import JsonMapping, JsonObject
 from tsumugi.core.states import JobState, outcome_from_wire
-from tsumugi.core.wire_format import check_payload_text
-from tsumugi.errors import EnqueueError
 from tsumugi.logging import jobs_log
 from tsumugi.ports import AlarmPort, DispatchQueue, ReadModelWriter, RunNamespace, ShardNamespace, SqlExecutor
-from tsumugi.storage.job_table import JobRow, scheduled_lane, seq_floor
+from tsumugi.storage.job_table import JobRow, scheduled_lane
 
 DEFAULT_UNIQUE_FOR_MS: Final = 86_400_000  # 24 h reservation (5.2)
-_DEFAULT_BACKOFF_TEXT: Final = wire_format.dumps(DEFAULT_BACKOFF)  # encoded once, not per job (ADR-0105)
-_PLAIN_KEYS: Final = frozenset({"binding", "payload"})
 # A run's job node: a given id and the run it belongs to, every other option at its default. The
 # partition key only chose the shard.
-_NODE_KEYS: Final = _PLAIN_KEYS | {"id", "runId", "nodeId", "partitionKey"}
+_NODE_KEYS: Final = PLAIN_KEYS | {"id", "runId", "nodeId", "partitionKey"}
 
 
 class JobShard(ShardControls):
@@ -271,7 +271,7 @@ def _enqueue_plain(
 ) -> list[str]:
     """``enqueue_batch`` when no input sets an option: new ids, one payload pass, one insert (ADR-0120)."""
     job_ids = [id_prefix + local_id for local_id in wire_format.new_local_ids(len(inputs))]
-    payloads = _payload_texts([item.get("payload") for item in inputs])
+    payloads = payload_texts([item.get("payload") for item in inputs])
     ready, lane_at = scheduled_lane(now_ms, DEFAULT_PRIORITY, now_ms)
     ctx.jobs.insert_uniform(template, ready, lane_at, list(zip(job_ids, payloads, strict=True)))
     if outcomes is not None:
@@ -285,7 +285,7 @@ def _enqueue_plain(
 def _fast_path(inputs: list[EnqueueItem]) -> _FastEnqueue | None:
     """The path for a batch that sets no option (ADR-0120): plain jobs, or a run's job nodes when no one
     reads the lifecycle log; None for any other batch."""
-    if all(item.keys() <= _PLAIN_KEYS for item in inputs):
+    if all(item.keys() <= PLAIN_KEYS for item in inputs):
         return _enqueue_plain
     if all(item.keys() <= _NODE_KEYS for item in inputs) and not jobs_log.isEnabledFor(logging.INFO):
         return _enqueue_nodes
@@ -318,7 +318,7 @@ def _enqueue_nodes(
         created.append((job_id, item.get("payload"), text(item, "runId"), text(item, "nodeId")))
         if outcomes is not None:
             outcomes.append(EnqueueOutcome(job_id, "created", now_ms))
-    payloads = _payload_texts([payload for _, payload, _, _ in created])
+    payloads = payload_texts([payload for _, payload, _, _ in created])
     ready, lane_at = scheduled_lane(now_ms, DEFAULT_PRIORITY, now_ms)
     rows = [
         (job_id, text_, run_id, node_id)
@@ -337,90 +337,3 @@ def _scheduled(ctx: ShardContext, count: int) -> None:
 
 def _ignore(_outcome: EnqueueOutcome) -> None:
     """Where outcomes go when the caller asked only for ids."""
-
-
-def _payload_text(payload: object) -> str:
-    """The stored payload JSON; an unserializable payload fails the enqueue."""
-    # J-27
-    try:
-        return wire_format.dumps(payload)
-    except (TypeError, ValueError, RecursionError) as exc:  # the client's words (core/options)
-        raise EnqueueError(f"payload must be JSON-serializable: {exc}") from None
-
-
-def _payload_texts(payloads: list[object]) -> list[str]:
-    """``_payload_text`` of each payload, in one frame: the plain ``enqueue_many`` path (ADR-0120)."""
-    try:
-        texts = [wire_format.dumps(payload) for payload in payloads]
-    except (TypeError, ValueError, RecursionError) as exc:  # the client's words (core/options)
-        raise EnqueueError(f"payload must be JSON-serializable: {exc}") from None
-    for payload_text in texts:
-        check_payload_text(payload_text)  # ADR-0133: the same limit as every other enqueue path
-    return texts
-
-
-def _backoff_text(backoff: object) -> str:
-    return _DEFAULT_BACKOFF_TEXT if backoff is None else wire_format.dumps(backoff)  # J-28: None -> default
-
-
-def job_template(binding: str, now_ms: int) -> JobRow:
-    """The row of a new SCHEDULED job with every option at its default; no id, no payload yet."""
-    # J-30
-    return {
-        "id": "",  # each job's own, set by new_job_row or insert_uniform
-        "binding": binding,
-        "state": "SCHEDULED",
-        "priority": DEFAULT_PRIORITY,
-        "attempts": 0,
-        "max_attempts": DEFAULT_MAX_ATTEMPTS,
-        "concurrency_key": None,
-        "unique_key": None,
-        "guarantee": DEFAULT_GUARANTEE,
-        "timeout_ms": DEFAULT_TIMEOUT_MS,
-        "backoff": _DEFAULT_BACKOFF_TEXT,
-        "run_after": now_ms,
-        "created_at": now_ms,
-        "updated_at": now_ms,
-        "dispatched_at": None,
-        "heartbeat_at": None,
-        "progress": None,
-        "payload": "null",
-        "result": None,
-        "run_id": None,
-        "node_id": None,
-        "expires_at": None,
-        "traceparent": None,
-        "cancel_requested_at": None,
-        "version": seq_floor(now_ms),
-    }
-
-
-def new_job_row(job_id: str, item: EnqueueItem, now_ms: int, template: JobRow) -> JobRow:
-    """The row of a new SCHEDULED job: ``template`` (``job_template``) with the item's options."""
-    # J-30
-    row = template.copy()
-    row["id"] = job_id
-    row["payload"] = _payload_text(item.get("payload"))
-    if item.keys() <= _PLAIN_KEYS:
-        return row  # nothing but binding and payload: every option is the default (ADR-0120)
-    run_at = maybe_int(item, "runAt")
-    delay_ms = maybe_int(item, "delayMs")
-    if run_at is not None or delay_ms is not None:
-        row["run_after"] = run_at if run_at is not None else now_ms + (delay_ms or 0)  # J-26
-    expires_at = maybe_int(item, "expiresAt")
-    if expires_at is None:
-        expires_in_ms = maybe_int(item, "expiresInMs")
-        expires_at = None if expires_in_ms is None else now_ms + expires_in_ms  # J-41: from enqueue time
-    row["expires_at"] = expires_at
-    row["priority"] = opt_number(item, "priority", DEFAULT_PRIORITY)
-    row["max_attempts"] = opt_int(item, "maxAttempts", DEFAULT_MAX_ATTEMPTS)
-    guarantee = text(item, "guarantee")
-    row["guarantee"] = DEFAULT_GUARANTEE if guarantee is None else guarantee
-    row["timeout_ms"] = opt_int(item, "timeoutMs", DEFAULT_TIMEOUT_MS)
-    row["backoff"] = _backoff_text(item.get("backoff"))
-    row["concurrency_key"] = text(item, "concurrencyKey")
-    row["unique_key"] = text(item, "uniqueKey")
-    row["run_id"] = text(item, "runId")
-    row["node_id"] = text(item, "nodeId")
-    row["traceparent"] = text(item, "traceparent")
-    return row

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import secrets
 import sys
@@ -255,10 +256,9 @@ _TENTH_DIGIT: Final = tuple(
 
 
 _last_head: tuple[int, str] = (-1, "")  # the last stamp ``new_local_ids`` wrote, and its digits
-# ``new_local_id`` makes ids in batches, one call to the OS generator each, and hands the rest out only
-# within the same millisecond, so each id still carries the time it was taken.
+# ``new_local_id`` makes ids 32 at a time, and hands the rest out in the same millisecond and process.
 _SPARE_IDS: Final = 32
-_spare: tuple[int, list[str]] = (-1, [])
+_spare: tuple[tuple[int, int], list[str]] = ((-1, -1), [])
 
 
 class ParsedJobId(NamedTuple):
@@ -304,16 +304,15 @@ def new_local_id() -> str:
     """
     # J-15
     global _spare
-    now_ms = time.time_ns() // 1_000_000
+    now = (time.time_ns() // 1_000_000, os.getpid())  # a forked child never takes its parent's ids
     made_at, spare = _spare
-    if made_at == now_ms:
-        try:
-            return spare.pop()  # atomic: two threads never take the same id
-        except IndexError:
-            pass
-    spare = new_local_ids(_SPARE_IDS)
-    _spare = (now_ms, spare)
-    return spare.pop()
+    if made_at != now or not spare:
+        spare = new_local_ids(_SPARE_IDS)
+        _spare = (now, spare)
+    try:
+        return spare.pop()  # atomic: two threads never take the same id
+    except IndexError:  # another thread took the last one in between
+        return new_local_ids(1)[0]
 
 
 def new_local_ids(count: int) -> list[str]:

@@ -8,14 +8,64 @@ its snapshot is read from the node row when the mark is projected, which is the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
 from tsumugi.core import wire_format
 from tsumugi.core.json_types import JsonObject
-from tsumugi.ports import SqlExecutor
-from tsumugi.storage.run_store import NODE_SNAPSHOT_KEYS, node_snapshot_select, snapshot_of_pairs
+from tsumugi.ports import SqlExecutor, SqlValue
+from tsumugi.storage.run_store import RunRow
+
+# F-25: the read model's view of a node, as (snapshot key, its expression over a node row ``{t}``).
+_NODE_SNAPSHOT: Final = (
+    ("node_id", "{t}.id"),
+    ("binding", "{t}.binding"),
+    ("state", "{t}.state"),
+    ("container", "{t}.container"),
+    ("parent", "{t}.parent"),
+    ("origin", "{t}.origin"),
+    ("after", "{t}.after"),
+    ("job_id", "{t}.job_id"),
+    ("child_run_id", "{t}.child_run_id"),
+    ("result", "CASE WHEN {t}.container THEN {t}.result END"),  # job results stay in the jobs read model
+    ("error", "{t}.error"),
+    ("position", "{t}.seq"),
+    ("created_at", "{t}.created_at"),
+    ("updated_at", "{t}.updated_at"),
+    ("wait", "{t}.wait_kind"),  # ADR-0147: null for nodes that do not wait
+    ("wait_event", "{t}.wait_event"),
+    ("wake_at", "{t}.wake_at"),
+)
+NODE_SNAPSHOT_KEYS: Final = tuple(key for key, _ in _NODE_SNAPSHOT)
+# ``dict``, typed as what it builds from a row read by ``node_snapshot_select``: no node column is a BLOB
+# (run_schema), so no value is bytes. The same device as ``job_table.job_from_row``.
+snapshot_of_pairs: Final[Callable[[Iterable[tuple[str, SqlValue]]], JsonObject]] = dict  # type: ignore[assignment]
+
+
+def node_snapshot_select(table: str) -> str:
+    """The columns of a node's snapshot, in ``NODE_SNAPSHOT_KEYS`` order, read from ``table``'s row."""
+    return ", ".join(expression.format(t=table) for _, expression in _NODE_SNAPSHOT)
+
+
+def run_snapshot(run: RunRow, counters: tuple[int, int, int]) -> JsonObject:
+    """The read-model view of the run."""
+    # F-25
+    total, done, failed = counters
+    return {
+        "id": run.id,
+        "flow": run.flow,
+        "state": run.state,
+        "input": run.input,
+        "created_at": run.created_at,
+        "updated_at": run.updated_at,
+        "node_total": total,
+        "node_done": done,
+        "node_failed": failed,
+        "parent_run_id": run.parent_run_id,
+        "parent_node_id": run.parent_node_id,
+    }
+
 
 MARKS_PER_INSERT: Final = 100  # one bound parameter a mark; Durable Object SQL binds at most 100
 PROJECT_BATCH: Final = 200  # F-35 step 7: rows projected per tick; a longer backlog re-arms at once

@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Final, NamedTuple
 
 from tsumugi.core import wire_format
 from tsumugi.core.flow.advance import NodeView
 from tsumugi.core.flow.live_progress import LiveProgress, live_progress_of
-from tsumugi.core.json_types import JsonObject
 from tsumugi.core.states import COUNTED_FAILED_NODE_STATES, TERMINAL_NODE_STATES, NodeStateName, RunStateName
 from tsumugi.ports import SqlExecutor, SqlValue
 
@@ -350,53 +349,3 @@ class RunStore:
         for table in ("node", "run_outbox", "run_event", "run"):
             self.sql.execute(f"DELETE FROM {table}")
         self._live = None
-
-
-# F-25: the read model's view of a node, as (snapshot key, its expression over a node row ``{t}``).
-_NODE_SNAPSHOT: Final = (
-    ("node_id", "{t}.id"),
-    ("binding", "{t}.binding"),
-    ("state", "{t}.state"),
-    ("container", "{t}.container"),
-    ("parent", "{t}.parent"),
-    ("origin", "{t}.origin"),
-    ("after", "{t}.after"),
-    ("job_id", "{t}.job_id"),
-    ("child_run_id", "{t}.child_run_id"),
-    ("result", "CASE WHEN {t}.container THEN {t}.result END"),  # job results stay in the jobs read model
-    ("error", "{t}.error"),
-    ("position", "{t}.seq"),
-    ("created_at", "{t}.created_at"),
-    ("updated_at", "{t}.updated_at"),
-    ("wait", "{t}.wait_kind"),  # ADR-0147: null for nodes that do not wait
-    ("wait_event", "{t}.wait_event"),
-    ("wake_at", "{t}.wake_at"),
-)
-NODE_SNAPSHOT_KEYS: Final = tuple(key for key, _ in _NODE_SNAPSHOT)
-# ``dict``, typed as what it builds from a row read by ``node_snapshot_select``: no node column is a BLOB
-# (run_schema), so no value is bytes. The same device as ``job_table.job_from_row``.
-snapshot_of_pairs: Final[Callable[[Iterable[tuple[str, SqlValue]]], JsonObject]] = dict  # type: ignore[assignment]
-
-
-def node_snapshot_select(table: str) -> str:
-    """The columns of a node's snapshot, in ``NODE_SNAPSHOT_KEYS`` order, read from ``table``'s row."""
-    return ", ".join(expression.format(t=table) for _, expression in _NODE_SNAPSHOT)
-
-
-def run_snapshot(run: RunRow, counters: tuple[int, int, int]) -> JsonObject:
-    """The read-model view of the run."""
-    # F-25
-    total, done, failed = counters
-    return {
-        "id": run.id,
-        "flow": run.flow,
-        "state": run.state,
-        "input": run.input,
-        "created_at": run.created_at,
-        "updated_at": run.updated_at,
-        "node_total": total,
-        "node_done": done,
-        "node_failed": failed,
-        "parent_run_id": run.parent_run_id,
-        "parent_node_id": run.parent_node_id,
-    }
