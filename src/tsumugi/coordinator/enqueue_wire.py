@@ -1,5 +1,5 @@
 """Reading one enqueue input (the camelCase wire dict a client, a run or a notice sends) field by field,
-and the row of the new job it becomes.
+and the row of a new job that sets options.
 
 Inputs were checked where they were made (``core.options``, the REST schemas, a flow's node options); these
 narrow each field to the type the row stores, converting numbers as ``int()`` always did.
@@ -19,12 +19,11 @@ from tsumugi.core.defaults import (  # ADR-0157: said once
     DEFAULT_PRIORITY,
     DEFAULT_TIMEOUT_MS,
 )
-from tsumugi.core.wire_format import check_payload_text
 from tsumugi.errors import EnqueueError
-from tsumugi.storage.job_table import JobRow, seq_floor
+from tsumugi.storage.job_table import JobRow
 
 EnqueueItem: TypeAlias = Mapping[str, object]
-_DEFAULT_BACKOFF_TEXT: Final = wire_format.dumps(DEFAULT_BACKOFF)  # encoded once, not per job (ADR-0105)
+DEFAULT_BACKOFF_TEXT: Final = wire_format.dumps(DEFAULT_BACKOFF)  # encoded once, not per job (ADR-0105)
 # An input with only these keys leaves every option at its default (ADR-0120).
 PLAIN_KEYS: Final = frozenset({"binding", "payload"})
 
@@ -85,51 +84,8 @@ def _payload_text(payload: object) -> str:
         raise EnqueueError(f"payload must be JSON-serializable: {exc}") from None
 
 
-def payload_texts(payloads: list[object]) -> list[str]:
-    """``_payload_text`` of each payload, in one frame: the plain ``enqueue_many`` path (ADR-0120)."""
-    try:
-        texts = [wire_format.dumps(payload) for payload in payloads]
-    except (TypeError, ValueError, RecursionError) as exc:  # the client's words (core/options)
-        raise EnqueueError(f"payload must be JSON-serializable: {exc}") from None
-    for payload_text in texts:
-        check_payload_text(payload_text)  # ADR-0133: the same limit as every other enqueue path
-    return texts
-
-
 def _backoff_text(backoff: object) -> str:
-    return _DEFAULT_BACKOFF_TEXT if backoff is None else wire_format.dumps(backoff)  # J-28: None -> default
-
-
-def job_template(binding: str, now_ms: int) -> JobRow:
-    """The row of a new SCHEDULED job with every option at its default; no id, no payload yet."""
-    # J-30
-    return {
-        "id": "",  # each job's own, set by new_job_row or insert_uniform
-        "binding": binding,
-        "state": "SCHEDULED",
-        "priority": DEFAULT_PRIORITY,
-        "attempts": 0,
-        "max_attempts": DEFAULT_MAX_ATTEMPTS,
-        "concurrency_key": None,
-        "unique_key": None,
-        "guarantee": DEFAULT_GUARANTEE,
-        "timeout_ms": DEFAULT_TIMEOUT_MS,
-        "backoff": _DEFAULT_BACKOFF_TEXT,
-        "run_after": now_ms,
-        "created_at": now_ms,
-        "updated_at": now_ms,
-        "dispatched_at": None,
-        "heartbeat_at": None,
-        "progress": None,
-        "payload": "null",
-        "result": None,
-        "run_id": None,
-        "node_id": None,
-        "expires_at": None,
-        "traceparent": None,
-        "cancel_requested_at": None,
-        "version": seq_floor(now_ms),
-    }
+    return DEFAULT_BACKOFF_TEXT if backoff is None else wire_format.dumps(backoff)  # J-28: None -> default
 
 
 def new_job_row(job_id: str, item: EnqueueItem, now_ms: int, template: JobRow) -> JobRow:

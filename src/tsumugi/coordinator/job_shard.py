@@ -3,7 +3,7 @@
 A class over its ``ShardContext`` (ADR-0160). Every RPC runs its storage work synchronously in one
 transaction (so check-then-insert is atomic), then awaits only the alarm. The alarm handler is one tick
 (``shard_tick``); reports move jobs through ``job_transitions``. Enqueue's dedupe, ids and insert are
-here too, below the class; ``enqueue_wire`` builds a new job's row.
+here too, below the class; ``enqueue_wire`` builds the row of a job that sets options.
 """
 # J-4, J-161, J-22..J-41
 
@@ -19,12 +19,11 @@ from tsumugi.clock import Clock
 from tsumugi.coordinator import lifecycle_log, shard_projection, shard_tick
 from tsumugi.coordinator.context import TICK_RETRY_MS, ShardContext, log
 from tsumugi.coordinator.enqueue_wire import (
+    DEFAULT_BACKOFF_TEXT,
     PLAIN_KEYS,
     EnqueueItem,
-    job_template,
     new_job_row,
     opt_int,
-    payload_texts,
     text,
 )
 from tsumugi.coordinator.job_transitions import apply_report, apply_reports
@@ -34,14 +33,19 @@ from tsumugi.coordinator.shard_ports import MetricsWriter, ShardProjection
 from tsumugi.coordinator.shard_tick import plan_tick
 from tsumugi.core import wire_format
 from tsumugi.core.defaults import (  # ADR-0157: said once
+    DEFAULT_GUARANTEE,
+    DEFAULT_MAX_ATTEMPTS,
     DEFAULT_PRIORITY,
+    DEFAULT_TIMEOUT_MS,
 )
 from tsumugi.core.enqueue_keys import EnqueueOutcome
 from tsumugi.core.json_types import JsonMapping, JsonObject
 from tsumugi.core.states import JobState, outcome_from_wire
+from tsumugi.core.wire_format import check_payload_text
+from tsumugi.errors import EnqueueError
 from tsumugi.logging import jobs_log
 from tsumugi.ports import AlarmPort, DispatchQueue, ReadModelWriter, RunNamespace, ShardNamespace, SqlExecutor
-from tsumugi.storage.job_table import JobRow, scheduled_lane
+from tsumugi.storage.job_table import JobRow, scheduled_lane, seq_floor
 
 DEFAULT_UNIQUE_FOR_MS: Final = 86_400_000  # 24 h reservation (5.2)
 # A run's job node: a given id and the run it belongs to, every other option at its default. The
@@ -271,7 +275,7 @@ def _enqueue_plain(
 ) -> list[str]:
     """``enqueue_batch`` when no input sets an option: new ids, one payload pass, one insert (ADR-0120)."""
     job_ids = [id_prefix + local_id for local_id in wire_format.new_local_ids(len(inputs))]
-    payloads = payload_texts([item.get("payload") for item in inputs])
+    payloads = _payload_texts([item.get("payload") for item in inputs])
     ready, lane_at = scheduled_lane(now_ms, DEFAULT_PRIORITY, now_ms)
     ctx.jobs.insert_uniform(template, ready, lane_at, list(zip(job_ids, payloads, strict=True)))
     if outcomes is not None:
@@ -318,7 +322,7 @@ def _enqueue_nodes(
         created.append((job_id, item.get("payload"), text(item, "runId"), text(item, "nodeId")))
         if outcomes is not None:
             outcomes.append(EnqueueOutcome(job_id, "created", now_ms))
-    payloads = payload_texts([payload for _, payload, _, _ in created])
+    payloads = _payload_texts([payload for _, payload, _, _ in created])
     ready, lane_at = scheduled_lane(now_ms, DEFAULT_PRIORITY, now_ms)
     rows = [
         (job_id, text_, run_id, node_id)
@@ -337,3 +341,46 @@ def _scheduled(ctx: ShardContext, count: int) -> None:
 
 def _ignore(_outcome: EnqueueOutcome) -> None:
     """Where outcomes go when the caller asked only for ids."""
+
+
+def _payload_texts(payloads: list[object]) -> list[str]:
+    """Each payload's stored JSON, in one frame: the short ``enqueue_many`` paths (ADR-0120)."""
+    try:
+        texts = [wire_format.dumps(payload) for payload in payloads]
+    except (TypeError, ValueError, RecursionError) as exc:  # the client's words (core/options)
+        raise EnqueueError(f"payload must be JSON-serializable: {exc}") from None
+    for payload_text in texts:
+        check_payload_text(payload_text)  # ADR-0133: the same limit as every other enqueue path
+    return texts
+
+
+def job_template(binding: str, now_ms: int) -> JobRow:
+    """The row of a new SCHEDULED job with every option at its default; no id, no payload yet."""
+    # J-30
+    return {
+        "id": "",  # each job's own, set by new_job_row or insert_uniform
+        "binding": binding,
+        "state": "SCHEDULED",
+        "priority": DEFAULT_PRIORITY,
+        "attempts": 0,
+        "max_attempts": DEFAULT_MAX_ATTEMPTS,
+        "concurrency_key": None,
+        "unique_key": None,
+        "guarantee": DEFAULT_GUARANTEE,
+        "timeout_ms": DEFAULT_TIMEOUT_MS,
+        "backoff": DEFAULT_BACKOFF_TEXT,
+        "run_after": now_ms,
+        "created_at": now_ms,
+        "updated_at": now_ms,
+        "dispatched_at": None,
+        "heartbeat_at": None,
+        "progress": None,
+        "payload": "null",
+        "result": None,
+        "run_id": None,
+        "node_id": None,
+        "expires_at": None,
+        "traceparent": None,
+        "cancel_requested_at": None,
+        "version": seq_floor(now_ms),
+    }
