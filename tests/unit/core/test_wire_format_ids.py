@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
@@ -147,21 +146,3 @@ def test_generated_local_ids_follow_the_clock_back_as_well(monkeypatch: pytest.M
     again = new_local_id()
     assert first[:9] == again[:9] != later[:9]
     assert max(first, again) < later
-
-
-def test_a_forked_child_never_hands_out_its_parents_ids(monkeypatch: pytest.MonkeyPatch) -> None:
-    # J-15: ids are made ahead within one millisecond; a child forked then makes its own
-    monkeypatch.setattr(wire_format_module.time, "time_ns", lambda: 1_700_000_000_000 * 1_000_000)
-    new_local_id()  # the parent now holds ids made ahead for this millisecond
-    read, write = os.pipe()
-    child = os.fork()
-    if child == 0:  # pragma: no cover - the child process
-        os.write(write, " ".join(new_local_id() for _ in range(40)).encode())
-        os._exit(0)
-    os.close(write)
-    os.waitpid(child, 0)
-    with os.fdopen(read) as pipe:
-        theirs = set(pipe.read().split())
-    ours = {new_local_id() for _ in range(40)}
-    assert len(theirs) == len(ours) == 40
-    assert not theirs & ours
