@@ -272,31 +272,29 @@ class RunStore:
 
     def settle_nodes(self, settled: Sequence[tuple[str, str, SqlValue, SqlValue]], now_ms: int) -> None:
         """``update_node(id, state=, result=, error=)`` for many nodes: one statement per chunk (ADR-0136)."""
-        per_statement = (MAX_BOUND - 1) // 4
-        for start in range(0, len(settled), per_statement):
-            chunk = settled[start : start + per_statement]
-            values = ", ".join(["(?, ?, ?, ?)"] * len(chunk))
-            self.sql.execute(
-                "UPDATE node SET state = v.column2, result = v.column3, error = v.column4, updated_at = ? "
-                f"FROM (VALUES {values}) AS v WHERE node.id = v.column1",
-                [now_ms, *(value for row in chunk for value in row)],
-            )
+        self._update_by_id("state = v.column2, result = v.column3, error = v.column4", settled, now_ms)
         if self._live is not None:
             self._live.set_states((node_id, state) for node_id, state, _, _ in settled)
 
     def set_job_ids(self, job_ids: Mapping[str, str], now_ms: int) -> None:
         """Store each node's reserved job id, many nodes per statement."""
         # F-41
-        pairs = list(job_ids.items())
-        per_statement = (MAX_BOUND - 1) // 2
-        for start in range(0, len(pairs), per_statement):
-            chunk = pairs[start : start + per_statement]
-            values = ", ".join(["(?, ?)"] * len(chunk))
-            # A join on the ids, not ``CASE id WHEN ...``: that compares each row with every id in turn.
+        self._update_by_id("job_id = v.column2", list(job_ids.items()), now_ms)
+
+    def _update_by_id(self, assignments: str, rows: Sequence[Sequence[SqlValue]], now_ms: int) -> None:
+        """Set ``assignments`` (over ``v.column2`` on) and ``updated_at`` on each node of ``rows``, whose
+        first value is its id: a join on ``VALUES``, as many rows a statement as the bound limit allows."""
+        if not rows:
+            return
+        width = len(rows[0])
+        per_statement = (MAX_BOUND - 1) // width
+        for start in range(0, len(rows), per_statement):
+            chunk = rows[start : start + per_statement]
+            values = ", ".join([f"({', '.join('?' * width)})"] * len(chunk))
             self.sql.execute(
-                f"UPDATE node SET job_id = v.column2, updated_at = ? FROM (VALUES {values}) AS v "
+                f"UPDATE node SET {assignments}, updated_at = ? FROM (VALUES {values}) AS v "
                 "WHERE node.id = v.column1",
-                [now_ms, *(value for pair in chunk for value in pair)],
+                [now_ms, *(value for row in chunk for value in row)],  # in the order of their marks
             )
 
     def mark_in_state(
