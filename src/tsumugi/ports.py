@@ -97,7 +97,8 @@ class EncodedDispatchQueue(DispatchQueue, Protocol):
     """
 
     async def send_encoded(self, bodies: Sequence[str]) -> None:
-        """Like ``send_batch``, of messages already encoded as JSON objects."""
+        """Like ``send_batch``, of messages already encoded as JSON objects, and of any number of them:
+        this queue is the runtime's own, with no per-call limit."""
         ...
 
 

@@ -30,6 +30,29 @@ async def test_send_batch_takes_at_most_100_messages(tmp_path: Path, clock: Fixe
     assert queue.depth() == 0
 
 
+async def test_encoded_messages_are_stored_in_any_number_and_in_order(
+    tmp_path: Path, clock: FixedClock, closing: Any
+) -> None:
+    # The runtime's own queue: a tick's messages, past sendBatch's 100, go in together.
+    queue = closing(DurableQueue(tmp_path / "q.sqlite3", clock))
+    await queue.send_encoded([f'{{"n":{n}}}' for n in range(250)])
+    assert queue.depth() == 250
+    assert [m.body for m in queue.lease(300)] == [f'{{"n":{n}}}' for n in range(250)]
+
+
+async def test_settling_deletes_exactly_the_acked_ids_however_they_are_spread(
+    tmp_path: Path, clock: FixedClock, closing: Any
+) -> None:
+    queue = closing(DurableQueue(tmp_path / "q.sqlite3", clock))
+    await queue.send_batch([{"n": n} for n in range(10)])
+    leased = queue.lease(10)
+    acked = [leased[n].id for n in (7, 0, 1, 2, 5, 9)]  # out of order, in runs and alone
+    queue.settle(acked, [(leased[3].id, clock.now())])
+    kept = queue.lease(10)
+    assert sorted(m.body for m in kept) == ['{"n":3}']  # the retried one; the others are still leased
+    assert queue.depth() == 4  # 3 (retried), and 4, 6 and 8, leased and never settled
+
+
 async def test_a_leased_message_is_not_leased_twice_ack_deletes(
     tmp_path: Path, clock: FixedClock, closing: Any
 ) -> None:

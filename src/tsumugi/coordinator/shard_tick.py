@@ -259,12 +259,11 @@ def dispatch_text(job: DispatchRow) -> str:
 
 # ------------------------------------------------------------------ the drains and the sweep (steps 5-8)
 async def send(ctx: ShardContext, plan: TickPlan) -> None:
-    """The tick's messages, at most 100 per call."""
+    """The tick's messages, at most 100 per ``send_batch``; a queue that keeps text takes them at once."""
     # J-161
     queue = ctx.queue
     if plan.texts and takes_encoded(queue):
-        for start in range(0, len(plan.texts), SEND_CHUNK):
-            await queue.send_encoded(plan.texts[start : start + SEND_CHUNK])
+        await queue.send_encoded(plan.texts)
     for start in range(0, len(plan.messages), SEND_CHUNK):
         await queue.send_batch(plan.messages[start : start + SEND_CHUNK])
 

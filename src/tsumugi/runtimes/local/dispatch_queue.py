@@ -46,6 +46,18 @@ def _check_size(messages: int) -> None:
         raise ValueError(f"sendBatch takes at most {SEND_BATCH_LIMIT} messages, got {messages}")
 
 
+def id_runs(ids: Iterable[int]) -> list[tuple[int, int]]:
+    """``ids`` as ``(first, last)`` runs of consecutive ids, in order: ``[3, 1, 2, 7]`` gives
+    ``[(1, 3), (7, 7)]``."""
+    runs: list[tuple[int, int]] = []
+    for message_id in sorted(ids):
+        if runs and message_id <= runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], max(runs[-1][1], message_id))
+        else:
+            runs.append((message_id, message_id))
+    return runs
+
+
 class LeasedMessage(NamedTuple):
     id: int
     body: str
@@ -81,8 +93,8 @@ class DurableQueue:
         await self.send_encoded([_ENCODE(body) for body in messages])
 
     async def send_encoded(self, bodies: Sequence[str]) -> None:
-        """``send_batch`` of messages already encoded as JSON objects (``ports.EncodedDispatchQueue``)."""
-        _check_size(len(bodies))
+        """Messages already encoded as JSON objects (``ports.EncodedDispatchQueue``), any number of them,
+        stored in one transaction: a tick's sends share one commit."""
         if not bodies:
             return
         now_ms = self._clock.now()
@@ -138,16 +150,16 @@ class DurableQueue:
 
     def settle(self, acked: Iterable[int], retried: Iterable[tuple[int, int]]) -> None:
         """Delete ``acked`` ids and make ``retried`` ``(id, visible_at)`` pairs visible again, atomically."""
-        acked_rows = [(message_id,) for message_id in acked]
+        acked_runs = id_runs(acked)
         retried_rows = [(visible_at, message_id) for message_id, visible_at in retried]
 
         def run() -> None:
-            if acked_rows:
-                self._db.execute_many("DELETE FROM message WHERE id = ?", acked_rows)
+            if acked_runs:  # a batch's ids are mostly consecutive: a range per run of them
+                self._db.execute_many("DELETE FROM message WHERE id BETWEEN ? AND ?", acked_runs)
             if retried_rows:
                 self._db.execute_many("UPDATE message SET visible_at = ? WHERE id = ?", retried_rows)
 
-        if acked_rows or retried_rows:
+        if acked_runs or retried_rows:
             self._db.transaction(run)
         if retried_rows:
             self.arrived.set()

@@ -2,7 +2,9 @@
 
 ``JOB_SHARD`` holds the job shards; ``RUN`` one ``RunCoordinator`` per run id and ``SCHEDULER`` the one
 ``Scheduler`` (ADR-0101). Each coordinator has its own SQLite file and durable alarm, so runs and
-schedules resume after a crash exactly like shards do (ADR-0052).
+schedules resume after a crash exactly like shards do (ADR-0052). The run coordinator's and the
+scheduler's modules are imported when the first of them is made: a worker that runs only jobs starts
+without them.
 """
 
 from __future__ import annotations
@@ -13,8 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from tsumugi.coordinator.job_shard import JobShard
-from tsumugi.coordinator.run import RunCoordinator
-from tsumugi.coordinator.scheduler import Scheduler
 from tsumugi.core.config import BindingConfig, RunSettings
 from tsumugi.core.flow.model import Flow
 from tsumugi.core.json_types import JsonObject
@@ -29,6 +29,8 @@ from tsumugi.runtimes.local.wal_checkpoints import on_disk
 from tsumugi.storage.read_model_writer import D1ReadModelWriter, LocalMetricsWriter
 
 if TYPE_CHECKING:
+    from tsumugi.coordinator.run import RunCoordinator
+    from tsumugi.coordinator.scheduler import Scheduler
     from tsumugi.runtimes.local.runtime import LocalRuntime
 
 RUNS_KIND: Final = "runs"  # state_dir/runs/<flow>%3A<local id>.sqlite3
@@ -101,6 +103,8 @@ class EngineWiring:
         binding_settings: Callable[[str], JsonObject] | None = getattr(app, "static_settings", None)
 
         def run(name: str, sql: SqlExecutor, alarm: AlarmPort) -> RunCoordinator:
+            from tsumugi.coordinator.run import RunCoordinator  # imported on first use: see the module's note
+
             return RunCoordinator(
                 name,
                 sql,
@@ -117,6 +121,8 @@ class EngineWiring:
             )
 
         def scheduler(name: str, sql: SqlExecutor, alarm: AlarmPort) -> Scheduler:
+            from tsumugi.coordinator.scheduler import Scheduler  # imported on first use, as above
+
             return Scheduler(
                 sql,
                 clock=runtime.clock,
