@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Final, cast
 
@@ -40,6 +41,8 @@ from tsumugi.ports import PerformerResolver, QueueMessage, ShardNamespace, Shard
 __all__ = ["DEFAULT_TIMEOUT_MS", "Delivery", "handle_batch", "perform", "success_report"]
 
 _log: Final = logging.getLogger("tsumugi")
+# Python 3.12 starts a task eagerly on request: its first step runs in the constructor, as the task.
+EAGER_TASKS: Final = sys.version_info >= (3, 12)
 
 
 class _Resolved:
@@ -233,7 +236,7 @@ async def handle_batch(
     loop = asyncio.get_running_loop()
     deliveries = [Delivery(message, batch) for message in messages]
     for delivery in deliveries:
-        delivery.task = loop.create_task(_guarded(delivery))
+        _start(loop, delivery)
     try:
         await batch.all_settled
     except asyncio.CancelledError:
@@ -241,6 +244,20 @@ async def handle_batch(
             if delivery.task is not None:
                 delivery.task.cancel()  # the runtime is shutting down
         raise
+
+
+def _start(loop: asyncio.AbstractEventLoop, delivery: Delivery) -> None:
+    """The delivery's task; where the platform can, its first step runs now (ADR-0175).
+
+    Most attempts never wait: an eagerly started task runs them to their report here, and is done
+    before it was ever scheduled. It is a task all the same, current while its performer runs and with a
+    context of its own.
+    """
+    guarded = _guarded(delivery)
+    if EAGER_TASKS and isinstance(loop, asyncio.BaseEventLoop):
+        delivery.task = asyncio.Task(guarded, loop=loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
+    else:
+        delivery.task = loop.create_task(guarded)
 
 
 async def _guarded(delivery: Delivery) -> None:
