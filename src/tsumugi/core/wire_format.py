@@ -13,7 +13,6 @@ import dataclasses
 import json
 import os
 import re
-import secrets
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -324,7 +323,7 @@ def new_local_ids(count: int) -> list[str]:
         head = "".join(_DIGITS[(stamp >> (43 - 5 * at)) & 31] for at in range(_STAMP_DIGITS))
         _last_head = (stamp, head)  # one tuple, swapped whole: a thread reads the old or the new
     width = LOCAL_ID_LENGTH - _STAMP_DIGITS  # 15 digits: 2 + 14 * 5 = 72 random bits
-    noise = secrets.token_bytes(width * count)
+    noise = os.urandom(width * count)  # what secrets.token_bytes returns, without importing secrets
     tenth = noise[::width].translate(_TENTH_DIGIT[stamp & 7]).decode("ascii")
     rest = noise.translate(_RANDOM_DIGIT).decode("ascii")
     return [head + tenth[k] + rest[k * width + 1 : (k + 1) * width] for k in range(count)]

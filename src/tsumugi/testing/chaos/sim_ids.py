@@ -1,6 +1,7 @@
 """Local ids that replay: a counter stands in for the OS generator while a simulation runs (ADR-0142).
 
-``tsumugi.core.wire_format.new_local_ids`` stamps ids with the wall clock and fills them from ``secrets``.
+``tsumugi.core.wire_format.new_local_ids`` stamps ids with the wall clock and fills them with random
+bytes from the OS.
 Jobs created in the same millisecond are dispatched in id order, so with random ids the same
 seed would deliver them in another order, and a fault aimed at "the second delivery" would hit
 another job. Every id the engine makes goes through that one function (``new_local_id`` calls it), so
