@@ -96,3 +96,28 @@ async def test_an_attempt_that_ends_cancelled_leaves_the_rest_of_its_batch_runni
     )
     # The cancelled attempt reports nothing (the reaper recovers its job); the other one finishes.
     assert harness.shard().reports == [("MAIL#0:b", {"ok": True, "result": "done", "attempt": 1})]
+
+
+async def test_a_task_factory_set_on_the_loop_makes_every_attempts_task(harness: Any) -> None:
+    made: list[asyncio.Task[Any]] = []
+    ran_in: list[asyncio.Task[Any] | None] = []
+    loop = asyncio.get_running_loop()
+
+    def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        task = asyncio.Task(coro, loop=loop, **kwargs)
+        made.append(task)
+        return task
+
+    class Quick(Performer):
+        async def perform(self, payload: Any, ctx: JobContext) -> str:
+            ran_in.append(asyncio.current_task())
+            return "done"
+
+    loop.set_task_factory(factory)
+    try:
+        await run(harness, harness.message("a"), harness.message("b"), performer=Quick)
+    finally:
+        loop.set_task_factory(None)
+    # Instrumentation on the loop sees each attempt's task, however the consumer starts them.
+    assert len(ran_in) == 2 and all(task in made for task in ran_in)
+    assert len(harness.shard().reports) == 2

@@ -254,7 +254,9 @@ def _start(loop: asyncio.AbstractEventLoop, delivery: Delivery) -> None:
     context of its own.
     """
     guarded = _guarded(delivery)
-    if EAGER_TASKS and isinstance(loop, asyncio.BaseEventLoop):
+    # Only a plain asyncio loop, as the app runs it: a loop of its own kind, or a task factory set on it
+    # (instrumentation), makes its tasks as it always does.
+    if EAGER_TASKS and isinstance(loop, asyncio.BaseEventLoop) and loop.get_task_factory() is None:
         delivery.task = asyncio.Task(guarded, loop=loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
     else:
         delivery.task = loop.create_task(guarded)
