@@ -5,7 +5,7 @@ asks of the application that serves it (``tsumugi.application.rest_surface`` fil
 they live with the app rather than in ``ports``; the engine (coordinator, consumer, projector) never sees
 them. Their implementers match them by shape without naming them: the auth middlewares beside this
 module, the projection's metrics readers (``MetricsReader``) and the local runtime's gauges
-(``RuntimeGauges``, found in the env under ``RUNTIME_GAUGES_BINDING``).
+(``RuntimeGauges``, found in the env under ``env_bindings.RUNTIME_GAUGES_BINDING``).
 
 An ``env`` is whatever the runtime hands a request (a Workers env, a mapping, a namespace): the app only
 passes it on to these callables and reads bindings from it, so it is typed ``object`` here.
@@ -28,10 +28,6 @@ if TYPE_CHECKING:  # only named in annotations: a runtime that serves no HTTP ne
     from starlette.requests import Request
     from starlette.responses import Response
 
-# ADR-0139: the env binding through which a runtime offers ``RuntimeGauges``; only the local runtime binds it.
-RUNTIME_GAUGES_BINDING = "TSUMUGI_PROMETHEUS"
-# ADR-0145: a runtime that binds this to True (the local one) has an app without auth say why it is closed.
-EXPLAIN_CLOSED_BINDING = "TSUMUGI_EXPLAIN_CLOSED"
 CLOSED_TEXT = "not found"  # the exact body a closed app answers with, revealing nothing
 CLOSED_EXPLANATION = (
     "not found\n\n"

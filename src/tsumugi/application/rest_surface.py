@@ -8,13 +8,8 @@ from typing import TYPE_CHECKING
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tsumugi.api import BindingOptions, MetricsReader, MissingBindingsReport, RestOptions, create_rest_app
-from tsumugi.api.options import (
-    CLOSED_EXPLANATION,
-    CLOSED_TEXT,
-    EXPLAIN_CLOSED_BINDING,
-    RUNTIME_GAUGES_BINDING,
-    RuntimeGauges,
-)
+from tsumugi.api.env_bindings import EXPLAIN_CLOSED_BINDING, RUNTIME_GAUGES_BINDING
+from tsumugi.api.options import CLOSED_EXPLANATION, CLOSED_TEXT, RuntimeGauges
 from tsumugi.client import env_binding
 from tsumugi.clock import Clock
 from tsumugi.projection.analytics_engine import analytics_engine_metrics

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from tsumugi.api.options import EXPLAIN_CLOSED_BINDING, RUNTIME_GAUGES_BINDING
+from tsumugi.api.env_bindings import EXPLAIN_CLOSED_BINDING, RUNTIME_GAUGES_BINDING
 from tsumugi.clock import Clock, SystemClock
 from tsumugi.errors import StateDirError
 from tsumugi.ports import AlarmPort, SqlExecutor
