@@ -118,22 +118,19 @@ def test_conditional_update_reports_the_winner_once(sql: SqlExecutor) -> None:
     assert first["version"] > seq_floor(NOW)
 
 
-def test_settling_many_writes_each_job_its_own_outcome_and_only_jobs_in_flight(sql: SqlExecutor) -> None:
-    # ADR-0136: jobs that end alike are written by id, the others with their values; either way only in
-    # flight
+def test_settling_many_writes_each_job_its_own_outcome(sql: SqlExecutor) -> None:
+    # ADR-0136: jobs that end alike are written by id, the others with their values
     store = JobStore(sql)
     ids = [f"B#0:{n:03d}" for n in range(130)]  # more alike than one statement binds
     for job_id in ids:
         insert(store, job(job_id, state="QUEUED", dispatched_at=NOW))
-    insert(store, job("B#0:done", state="COMPLETED", attempts=1))
     settled = [Settle(job_id, "COMPLETED", 1, None) for job_id in ids[:-3]]
     settled += [
         Settle(ids[-3], "COMPLETED", 1, '{"n":1}'),
         Settle(ids[-2], "COMPLETED", 1, '{"n":2}'),
         Settle(ids[-1], "CANCELLED", 2, None),
-        Settle("B#0:done", "COMPLETED", 2, None),  # not in flight: left as it is
     ]
-    moved = store.settle_many(settled, ("QUEUED", "RUNNING"), NOW + 5)
+    moved = sql.transaction(lambda: store.settle_many(settled, ("QUEUED", "RUNNING"), NOW + 5))
     assert moved == set(ids)
     rows = {
         str(row[0]): tuple(row[1:])
@@ -143,7 +140,42 @@ def test_settling_many_writes_each_job_its_own_outcome_and_only_jobs_in_flight(s
     assert rows[ids[-3]] == ("COMPLETED", 1, '{"n":1}', 1)
     assert rows[ids[-2]] == ("COMPLETED", 1, '{"n":2}', 1)
     assert rows[ids[-1]] == ("CANCELLED", 2, None, 1)
-    assert rows["B#0:done"] == ("COMPLETED", 1, None, 0)
+
+
+@pytest.mark.parametrize("alike", [True, False], ids=["alike", "apart"])
+def test_a_batch_write_of_a_row_no_longer_in_flight_raises_and_writes_nothing(
+    sql: SqlExecutor, alike: bool
+) -> None:
+    # ADR-0176: batch writes return no rows; a row read in flight must still be in flight, or nothing moves
+    store = JobStore(sql)
+    insert(store, job("B#0:a", state="QUEUED", dispatched_at=NOW))
+    insert(store, job("B#0:b", state="QUEUED", dispatched_at=NOW))
+    insert(store, job("B#0:done", state="COMPLETED", attempts=1))
+    results = [None, None, None] if alike else [None, '{"n":1}', '{"n":2}']
+    settled = [
+        Settle(job_id, "COMPLETED", 1, result)
+        for job_id, result in zip(("B#0:a", "B#0:b", "B#0:done"), results, strict=True)
+    ]
+    with pytest.raises(RuntimeError, match="changed 2 of 3 rows"):
+        sql.transaction(lambda: store.settle_many(settled, ("QUEUED", "RUNNING"), NOW + 5))
+    states = dict(sql.execute("SELECT id, attempts FROM job"))
+    assert states == {"B#0:a": 0, "B#0:b": 0, "B#0:done": 1}
+
+
+def test_dispatching_many_moves_every_row(sql: SqlExecutor) -> None:
+    # J-92 for a tick's dispatches: the rows were read as SCHEDULED in the same transaction
+    store = JobStore(sql)
+    ids = [f"B#0:{n:03d}" for n in range(150)]  # more than one statement binds
+    for job_id in ids:
+        insert(store, job(job_id, ready=1, lane_at=0))
+    assignments: dict[str, SqlValue] = {"state": "QUEUED", "ready": 0, "dispatched_at": NOW, "lane_at": NOW}
+    moved = sql.transaction(lambda: store.update_many(ids, ("SCHEDULED",), NOW + 1, assignments))
+    assert moved == set(ids)
+    assert sql.execute("SELECT DISTINCT state, ready, dispatched_at FROM job") == [("QUEUED", 0, NOW)]
+    insert(store, job("B#0:late", state="RUNNING", dispatched_at=NOW))
+    with pytest.raises(RuntimeError, match="changed 0 of 1 rows"):
+        sql.transaction(lambda: store.update_many(["B#0:late"], ("SCHEDULED",), NOW + 2, assignments))
+    assert sql.execute("SELECT state FROM job WHERE id = 'B#0:late'") == [("RUNNING",)]
 
 
 def test_new_jobs_wait_in_fresh_and_a_finished_one_is_marked_at_once(sql: SqlExecutor) -> None:

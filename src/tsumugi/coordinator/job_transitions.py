@@ -94,10 +94,10 @@ def to_queued_many(ctx: ShardContext, jobs: list[DispatchRow], now_ms: int) -> l
 
     The silence clock starts now.
 
-    ``jobs`` are the rows as read in this transaction; returns those that moved, in their order, as they
-    were read (the statement returns only ids and states, ADR-0158).
+    ``jobs`` are the rows as read in this transaction, every one SCHEDULED, so every one moves
+    (``update_many`` checks it); they are returned as they were read (ADR-0158).
     """
-    moved = ctx.jobs.update_many(
+    ctx.jobs.update_many(
         [job.id for job in jobs],
         _FROM_SCHEDULED,
         now_ms,
@@ -108,10 +108,9 @@ def to_queued_many(ctx: ShardContext, jobs: list[DispatchRow], now_ms: int) -> l
             "lane_at": lanes.silence_ends_after(now_ms),
         },
     )
-    queued = [job for job in jobs if job.id in moved]
-    if queued and telemetry.active is not None:  # ADR-0143: queue lag, from run_after to the dispatch
-        telemetry.active.jobs_dispatched(ctx.binding, [now_ms - job.run_after for job in queued])
-    return queued
+    if jobs and telemetry.active is not None:  # ADR-0143: queue lag, from run_after to the dispatch
+        telemetry.active.jobs_dispatched(ctx.binding, [now_ms - job.run_after for job in jobs])
+    return jobs
 
 
 def to_running(ctx: ShardContext, job_id: str, now_ms: int) -> JobRow | None:

@@ -19,7 +19,7 @@ from typing import Final, NamedTuple, NotRequired, TypeAlias, TypedDict
 
 from tsumugi.core.states import TERMINAL_STATES, JobStateName
 from tsumugi.ports import Row, SqlExecutor, SqlValue
-from tsumugi.storage.sql_values import MAX_BOUND_PARAMS, chunks
+from tsumugi.storage.sql_values import MAX_BOUND_PARAMS, changed_rows, chunks
 
 
 class JobRow(TypedDict):
@@ -148,12 +148,12 @@ _SETTLED: Final = (
 )
 _SETTLE_SQL: Final = (
     f"UPDATE job SET state = v.column2, attempts = v.column3, result = v.column4, {_SETTLED} "
-    "FROM (VALUES {values}) AS v WHERE job.id = v.column1 AND +job.state IN (?, ?) RETURNING job.id"
+    "FROM (VALUES {values}) AS v WHERE job.id = v.column1 AND +job.state IN (?, ?)"
 )
 # Jobs that end alike, by id: 6 shared parameters and the in-flight states, the rest ids.
 _SETTLE_ALIKE_SQL: Final = (
     f"UPDATE job SET state = ?, attempts = ?, result = ?, {_SETTLED} "
-    "WHERE +state IN ({states}) AND id IN ({ids}) RETURNING id"
+    "WHERE +state IN ({states}) AND id IN ({ids})"
 )
 MARK: Final = "INSERT OR IGNORE INTO outbox (job_id) VALUES (?)"
 # A change to a job still waiting for its first projection needs no mark: that projection reads the row.
@@ -305,30 +305,48 @@ class JobStore:
         now_ms: int,
         assignments: Mapping[str, SqlValue | RowExpression],
     ) -> set[str]:
-        """``update`` of many jobs with the same assignments, one statement per chunk of ids.
+        """``update`` of many jobs with the same assignments, one statement per chunk of ids; every job
+        moves and is marked, and their ids are returned.
 
-        Returns the ids of the jobs that were in one of ``from_states``, every one marked."""
+        The caller read these rows in this transaction, each in one of ``from_states``, and
+        ``assignments`` names the new ``state``. So the statement returns nothing: in SQLite an
+        ``UPDATE`` with ``RETURNING`` costs about twice one without. Its count of changed rows is
+        checked instead, and a shortfall raises, which rolls the transaction back (ADR-0176).
+        """
+        to_state = assignments["state"]
+        assert isinstance(to_state, str), "update_many needs the new state"
         sets, params = _assignments(now_ms, assignments, True)
         states = list(from_states)
         room = MAX_BOUND_PARAMS - len(params) - len(states)  # DO SQL binds at most 100 per statement
-        finished: list[str] = []
-        unfinished: list[str] = []
         for part in chunks(job_ids, room):
-            rows = self.sql.execute(
+            self.sql.execute(
                 # "+state": the ids pick the rows through the primary key, never the lane index.
                 f"UPDATE job SET {sets} WHERE +state IN ({', '.join('?' * len(states))}) "
-                f"AND id IN ({', '.join('?' * len(part))}) RETURNING id, state",
+                f"AND id IN ({', '.join('?' * len(part))})",
                 (*params, *states, *part),
             )
-            for job_id, state in rows:
-                (finished if state in TERMINAL_STATES else unfinished).append(str(job_id))
-        self._mark_ids(finished, unfinished)
-        return {*finished, *unfinished}
+            self._check_changed(len(part), to_state)
+        if to_state in TERMINAL_STATES:
+            self._mark_ids(job_ids, [])
+        else:
+            self._mark_ids([], job_ids)
+        return set(job_ids)
+
+    def _check_changed(self, expected: int, to_state: str) -> None:
+        """Raise unless the last statement changed ``expected`` rows: a batch write's rows were read in
+        the same transaction, so every one of them must have moved."""
+        changed = changed_rows(self.sql)
+        if changed != expected:
+            raise RuntimeError(
+                f"moving jobs to {to_state} changed {changed} of {expected} rows read in the same "
+                "transaction; the transaction is rolled back"
+            )
 
     def settle_many(self, settled: Sequence[Settle], from_states: Sequence[str], now_ms: int) -> set[str]:
         """Finish many in-flight jobs as ``update`` would, one statement per chunk; the ids of those that
-        moved, for the caller to mark (``mark_changed_many``). The caller read the rows in this
-        transaction, so the statement returns nothing else (ADR-0158).
+        moved (every one), for the caller to mark (``mark_changed_many``). The caller read the rows in
+        this transaction, each in one of ``from_states``, so the statement returns nothing; its count
+        of changed rows is checked as ``update_many`` checks it (ADR-0158, ADR-0176).
 
         Jobs that end alike (same state, attempts and result: most often no result at all) are written by
         id, the others with their values beside each id."""
@@ -346,7 +364,9 @@ class JobStore:
             for part in chunks(job_ids, MAX_BOUND_PARAMS - len(shared) - len(from_states)):
                 marks = ", ".join("?" * len(part))
                 sql = _SETTLE_ALIKE_SQL.format(states=", ".join("?" * len(from_states)), ids=marks)
-                changed.update(str(row[0]) for row in self.sql.execute(sql, (*shared, *from_states, *part)))
+                self.sql.execute(sql, (*shared, *from_states, *part))
+                self._check_changed(len(part), to_state)
+                changed.update(part)
         for start in range(0, len(apart), _SETTLE_ROWS):
             rows = apart[start : start + _SETTLE_ROWS]
             values = ", ".join(["(?, ?, ?, ?)"] * len(rows))
@@ -354,7 +374,9 @@ class JobStore:
             for row in rows:
                 params.extend(row)
             sql = _SETTLE_SQL.format(values=values)
-            changed.update(str(row[0]) for row in self.sql.execute(sql, (*params, *from_states)))
+            self.sql.execute(sql, (*params, *from_states))
+            self._check_changed(len(rows), "their end")
+            changed.update(row.job_id for row in rows)
         return changed
 
     def delete_many(self, job_ids: list[str]) -> None:

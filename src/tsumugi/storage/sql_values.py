@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from tsumugi.ports import SqlValue
+from tsumugi.ports import SqlExecutor, SqlValue
 
 MAX_BOUND_PARAMS: Final = 100  # Durable Object SQL binds at most 100 parameters per statement
 
@@ -25,6 +25,15 @@ def literal_list(values: Iterable[str]) -> str:
     A partial index's ``WHERE state IN (...)`` matches only literals, never bound parameters.
     """
     return "(" + ", ".join(f"'{value}'" for value in values) + ")"
+
+
+def changed_rows(sql: SqlExecutor) -> int:
+    """How many rows the last ``INSERT``, ``UPDATE`` or ``DELETE`` on ``sql`` changed.
+
+    Asked of SQLite (``changes()``) instead of returned by the statement: an ``UPDATE`` with
+    ``RETURNING`` costs about twice one without (ADR-0176).
+    """
+    return integer(sql.execute("SELECT changes()")[0][0])
 
 
 def integer(value: SqlValue) -> int:

@@ -32,7 +32,7 @@ from tsumugi.storage.job_table import (
     RowExpression,
     job_from_row,
 )
-from tsumugi.storage.sql_values import chunks, integer, integer_or_real, literal_list
+from tsumugi.storage.sql_values import changed_rows, chunks, integer, integer_or_real, literal_list
 
 PAGE_ROWS: Final = 100  # rows fetched per priority stream per round trip
 _IN_FLIGHT: Final = tuple(sorted(IN_FLIGHT_STATES))  # ("QUEUED", "RUNNING")
@@ -155,13 +155,13 @@ class LaneQueries:
     # ------------------------------------------------------------------ waiting (SCHEDULED, ready=0)
     def promote_due(self, now_ms: int, limit: int) -> int:
         """Move waiting jobs whose ``run_after`` has come into the ready lane; returns how many."""
-        rows = self.sql.execute(
+        self.sql.execute(
             "UPDATE job SET ready = 1, lane_at = priority WHERE id IN ("
             "SELECT id FROM job WHERE state = 'SCHEDULED' AND ready = 0 AND lane_at <= ? "
-            "ORDER BY lane_at LIMIT ?) RETURNING id",
+            "ORDER BY lane_at LIMIT ?)",
             (now_ms, limit),
         )
-        return len(rows)
+        return changed_rows(self.sql)
 
     def earliest_waiting(self) -> int | None:
         rows = self.sql.execute("SELECT min(lane_at) FROM job WHERE state = 'SCHEDULED' AND ready = 0")
