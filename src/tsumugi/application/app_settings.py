@@ -9,10 +9,10 @@ from tsumugi.application.definition import MetricsCredentials, TsumugiDefinition
 from tsumugi.core.config import BindingConfig, OnSettled, RunSettings, SweepOptions
 from tsumugi.core.flow.model import Flow
 from tsumugi.core.options import OnEnqueue
-from tsumugi.core.schedules import ScheduleDef
 
 if TYPE_CHECKING:
     from tsumugi.api.options import AuthMiddleware
+    from tsumugi.core.schedules import ScheduleDef
 
 __all__ = ["AppSettings"]
 

@@ -20,7 +20,6 @@ from tsumugi.core.flow.model import Flow
 from tsumugi.core.flow.validation import validate_flows
 from tsumugi.core.json_types import JsonObject
 from tsumugi.core.options import OnEnqueue
-from tsumugi.core.schedules import ScheduleDef, normalize_schedules
 from tsumugi.core.wire_format import validate_binding
 from tsumugi.errors import (
     ConfigurationError,
@@ -41,6 +40,7 @@ from tsumugi.performer import (
 
 if TYPE_CHECKING:
     from tsumugi.api.options import AuthMiddleware
+    from tsumugi.core.schedules import ScheduleDef
 
 __all__ = ["CONFIG_KEYS", "MetricsCredentials", "TsumugiDefinition", "TsumugiOptions", "parse_definition"]
 
@@ -297,6 +297,8 @@ def _schedules(
     shards_of = {name: (bindings[name].shards if name in bindings else 1) for name in performers}
     requires_of = {name: _requires(entry) for name, entry in performers.items()}
     specs = {name: _with_class_defaults(spec, performers) for name, spec in value.items()}
+    from tsumugi.core.schedules import normalize_schedules  # an app without schedules never loads them
+
     return tuple(normalize_schedules(specs, shards_of=shards_of, requires_of=requires_of, flow_names=flows))
 
 

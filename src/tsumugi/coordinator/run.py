@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 from tsumugi.clock import Clock
-from tsumugi.coordinator.context import RunContext
 from tsumugi.coordinator.mutation_result import DONE, GONE, INVALID_STATE, MutationResult
+from tsumugi.coordinator.run_context import RunContext
 from tsumugi.coordinator.run_decisions import child_row, static_row, text_or_none
 from tsumugi.coordinator.run_ports import RunPeers, RunProjection
 from tsumugi.coordinator.run_tick import RunTick

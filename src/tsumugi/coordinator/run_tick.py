@@ -8,7 +8,7 @@ import logging
 from typing import Final
 
 from tsumugi import telemetry
-from tsumugi.coordinator.context import RunContext
+from tsumugi.coordinator.run_context import RunContext
 from tsumugi.coordinator.run_decisions import DecisionApplier, TickWork
 from tsumugi.coordinator.run_waits import wake_due
 from tsumugi.core.flow.advance import Decision, DecisionType

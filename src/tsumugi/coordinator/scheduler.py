@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 from tsumugi.clock import Clock
-from tsumugi.coordinator.context import SchedulerContext
 from tsumugi.coordinator.run_ports import RunPeers
+from tsumugi.coordinator.scheduler_context import SchedulerContext
 from tsumugi.core.cron import parse_cron
 from tsumugi.core.flow.ids import scheduled_run_id
 from tsumugi.core.json_types import JsonMapping, JsonObject

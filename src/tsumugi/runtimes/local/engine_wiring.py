@@ -18,7 +18,6 @@ from tsumugi.coordinator.job_shard import JobShard
 from tsumugi.core.config import BindingConfig, RunSettings
 from tsumugi.core.flow.model import Flow
 from tsumugi.core.json_types import JsonObject
-from tsumugi.core.schedules import ScheduleDef
 from tsumugi.ports import AlarmPort, SqlDatabase, SqlExecutor
 from tsumugi.runtimes.local.read_model_process import ShardFileProjection, WriterProcess
 from tsumugi.runtimes.local.run_storage import MAX_CONNECTED_RUNS, ConnectionBudget, DeferredSqliteExecutor
@@ -31,6 +30,7 @@ from tsumugi.storage.read_model_writer import D1ReadModelWriter, LocalMetricsWri
 if TYPE_CHECKING:
     from tsumugi.coordinator.run import RunCoordinator
     from tsumugi.coordinator.scheduler import Scheduler
+    from tsumugi.core.schedules import ScheduleDef
     from tsumugi.runtimes.local.runtime import LocalRuntime
 
 RUNS_KIND: Final = "runs"  # state_dir/runs/<flow>%3A<local id>.sqlite3
