@@ -29,6 +29,51 @@ async def test_failed_jobs_kept_for_failed_retention_then_gone(h: Harness) -> No
     assert await h.shard.retry(job_id) == {"ok": False, "reason": "gone"}
 
 
+async def test_a_busy_shard_sweeps_each_job_when_it_falls_due(h: Harness) -> None:
+    # J-170: each tick's sweep asks to be woken at max(next due, now + 1000), and deletes what is due
+    settings = {"sweepAfterMs": 1000}
+    first = await h.enqueue(settings=settings)
+    await h.tick()
+    await h.shard.report(first, {"ok": True})
+    await h.tick()
+    h.clock.set(START + 500)
+    second = await h.enqueue(settings=settings)
+    await h.tick()
+    await h.shard.report(second, {"ok": True})
+    await h.tick()
+    assert h.alarm.at == START + 1500
+    await h.tick_at(START + 1500)
+    assert await h.state(first) is None and await h.state(second) == "COMPLETED"
+    assert h.alarm.at == START + 2500
+    await h.tick_at(START + 2500)
+    assert await h.state(second) is None
+
+
+async def test_a_shorter_retention_applies_at_the_next_tick(h: Harness) -> None:
+    # J-170, J-50: settings carried by an enqueue change the retention the very next sweep uses
+    job_id = await h.enqueue(settings={"sweepAfterMs": 60_000})
+    await h.tick()
+    await h.shard.report(job_id, {"ok": True})
+    await h.tick()
+    h.clock.set(START + 100)
+    await h.enqueue(settings={"sweepAfterMs": 50})
+    await h.tick()
+    assert await h.state(job_id) is None
+
+
+async def test_a_reservation_made_while_nothing_is_due_is_dropped_when_it_ends(h: Harness) -> None:
+    # J-170: expired reservations are deleted in the sweep step, even when no finished job is due yet
+    settings = {"sweepAfterMs": 60_000}
+    job_id = await h.enqueue(settings=settings)
+    await h.tick()
+    await h.shard.report(job_id, {"ok": True})
+    await h.tick()
+    await h.enqueue(uniqueKey="u", uniqueForMs=10, settings=settings)
+    await h.tick_at(START + 10)
+    assert h.shard.ctx.sql.execute("SELECT count(*) FROM unique_key") == [(0,)]
+    assert await h.state(job_id) == "COMPLETED"
+
+
 async def test_unique_key_outlives_swept_job(h: Harness) -> None:
     # J-34: the reservation outlives the job's deletion
     settings = {"sweepAfterMs": 10}
