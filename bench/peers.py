@@ -15,22 +15,22 @@ Trials alternate (Huey, default, wide, Huey, ...) so a change in the machine's l
 medians are reported. Also printed: CPU seconds per job of each drain, enqueueing while draining, and the
 latency of one job on an idle runtime (enqueue to COMPLETED in the shard), p50 and p99.
 
+The Tsumugi worker imports what a worker runs and no more: this script's own tools (argparse,
+statistics, tempfile, compileall: about 10 ms) are imported where the parent uses them, so their start-up
+is not charged to the drain. Huey's consumer is its own command line, and pays its own start-up.
+
 Usage: ``.venv/bin/python bench/peers.py [--jobs 20000] [--trials 3] [--latency-jobs 200]``
 (Huey comes from the ``bench`` extra: ``pip install -e .[bench]``). Nothing here asserts a figure.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import compileall
 import contextlib
 import os
 import sqlite3
-import statistics
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from collections.abc import Callable
@@ -202,10 +202,14 @@ def compile_package() -> None:
     pip compiled Huey's when it installed it; an editable checkout run with PYTHONDONTWRITEBYTECODE set
     would compile every module of Tsumugi afresh in each worker (a fifth of a second, charged to its drain).
     """
+    import compileall  # the parent's tool only
+
     compileall.compile_dir(Path(tsumugi.__file__).parent, quiet=1)
 
 
 def tsumugi_drain(jobs: int, policy: str, enqueue: bool = False) -> Drain:
+    import tempfile  # the parent's tool only
+
     with tempfile.TemporaryDirectory(prefix="peers-tsumugi-") as tmp:
         state, done = Path(tmp) / "state", Path(tmp) / "done"
         if not enqueue:
@@ -218,6 +222,8 @@ def tsumugi_drain(jobs: int, policy: str, enqueue: bool = False) -> Drain:
 
 
 def huey_drain(jobs: int, enqueue: bool = False, quiet: bool = False) -> Drain:
+    import tempfile  # the parent's tool only
+
     consumer = Path(sys.executable).with_name("huey_consumer")
     with tempfile.TemporaryDirectory(prefix="peers-huey-") as tmp:
         (Path(tmp) / "peer_huey_app.py").write_text(HUEY_APP)
@@ -265,6 +271,9 @@ def _child_drain(
 
 async def latency(jobs: int) -> tuple[float, float]:
     """Enqueue one job at a time on an idle runtime; ms until its shard holds it COMPLETED."""
+    import statistics
+    import tempfile
+
     tsumugi = app("default")
     with tempfile.TemporaryDirectory(prefix="peers-latency-") as tmp:
         async with LocalRuntime(tsumugi, Path(tmp), exports={"Noop": Noop}, cron=False) as runtime:
@@ -282,12 +291,16 @@ async def latency(jobs: int) -> tuple[float, float]:
 
 
 def median_drain(trials: list[Drain]) -> Drain:
+    import statistics  # the parent's tool only
+
     return Drain(
         statistics.median(t.jobs_per_s for t in trials), statistics.median(t.cpu_per_job_us for t in trials)
     )
 
 
 def main() -> None:
+    import argparse  # the parent's tool only
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--trials", type=int, default=3)
