@@ -16,7 +16,16 @@ from tsumugi.ports import SqlExecutor, SqlValue
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
 from tsumugi.storage.event_outbox import EventOutbox, RunJobEvent
 from tsumugi.storage.job_lookups import JobLookups
-from tsumugi.storage.job_table import JOB_COLUMNS, JobRow, JobStore, Settle, scheduled_lane, seq_floor
+from tsumugi.storage.job_table import (
+    JOB_COLUMNS,
+    REPORT_COLUMNS,
+    JobRow,
+    JobStore,
+    Settle,
+    job_from_row,
+    scheduled_lane,
+    seq_floor,
+)
 from tsumugi.storage.projection_outbox import ProjectionOutbox
 from tsumugi.storage.shard_schema import ensure_shard_schema
 from tsumugi.storage.tick_tables import LaneQueries, UniqueKeys
@@ -295,3 +304,20 @@ def test_run_events_come_back_as_they_went_in_and_older_rows_still_read() -> Non
     ]
     events.delete_run_events([1, 3])
     assert [seq for seq, _, _ in events.run_events(10)] == [2]
+
+
+@pytest.mark.parametrize(
+    "columns", [JOB_COLUMNS, REPORT_COLUMNS, ("state", "id")], ids=["all", "report", "two"]
+)
+def test_a_row_read_as_columns_becomes_the_job_row_of_those_columns(
+    sql: SqlExecutor, columns: tuple[str, ...]
+) -> None:
+    # ADR-0176: the reader made from the column names gives each column its own value
+    store = JobStore(sql)
+    insert(store, job("B#0:a", state="QUEUED", attempts=2, dispatched_at=NOW, result='{"n":1}'))
+    [row] = sql.execute(f"SELECT {', '.join(columns)} FROM job")
+    read = job_from_row(row, columns)
+    assert read == dict(zip(columns, row, strict=True))
+    assert list(read) == list(columns)
+    [many] = store.get_many(["B#0:a"], columns)
+    assert many == read

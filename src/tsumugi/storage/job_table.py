@@ -78,14 +78,28 @@ def seq_floor(now_ms: int) -> int:
     return now_ms * SEQ_PER_MS
 
 
-# ``dict`` itself, typed as what it builds here: a row read with the columns the schema gives those types
-# (``shard_schema``). The one place a SQL row becomes a ``JobRow``, with no per-row cost.
-_job_dict: Final[Callable[[Iterable[tuple[str, SqlValue]]], JobRow]] = dict  # type: ignore[assignment]
+def _row_reader(columns: tuple[str, ...]) -> Callable[[Row], JobRow]:
+    """The function that makes a ``JobRow`` of a row ``SELECT``ed as ``columns``.
+
+    It is one dict display, ``{"id": row[0], ...}``, made once from the column names: it builds a report's
+    row in a third of the time ``dict(zip(columns, row))`` takes (ADR-0176). The row holds the values the
+    schema gives those columns (``shard_schema``), so the dict is the ``JobRow`` as it is.
+    """
+    assert all(name.isidentifier() for name in columns), columns  # our own column names, never input
+    display = ", ".join(f"{name!r}: row[{index}]" for index, name in enumerate(columns))
+    reader: Callable[[Row], JobRow] = eval(f"lambda row: {{{display}}}")
+    return reader
+
+
+_READERS: Final[dict[tuple[str, ...], Callable[[Row], JobRow]]] = {}
 
 
 def job_from_row(row: Row, columns: tuple[str, ...] = JOB_COLUMNS) -> JobRow:
     """A job row from ``SELECT`` of ``columns`` (every column, or ``REPORT_COLUMNS``)."""
-    return _job_dict(zip(columns, row, strict=True))
+    reader = _READERS.get(columns)
+    if reader is None:
+        reader = _READERS[columns] = _row_reader(columns)
+    return reader(row)
 
 
 def scheduled_lane(run_after: int, priority: float, now_ms: int) -> tuple[int, float]:
@@ -203,10 +217,10 @@ class JobStore:
         """The rows of ``job_ids`` the shard holds, with only ``columns`` (every column by default)."""
         found: list[JobRow] = []
         select = JOB_SELECT if columns is JOB_COLUMNS else ", ".join(columns)
+        read = _READERS.get(columns) or _READERS.setdefault(columns, _row_reader(columns))
         for part in chunks(list(job_ids)):
             marks = ", ".join("?" * len(part))
-            rows = self.sql.execute(f"SELECT {select} FROM job WHERE id IN ({marks})", part)
-            found.extend(job_from_row(r, columns) for r in rows)
+            found.extend(map(read, self.sql.execute(f"SELECT {select} FROM job WHERE id IN ({marks})", part)))
         return found
 
     # ------------------------------------------------------------------ inserts (ADR-0105, ADR-0120)

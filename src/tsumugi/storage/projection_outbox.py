@@ -55,7 +55,7 @@ class AttemptEntry(TypedDict):
 
 # ``dict`` typed as what it builds from an ``attempt`` row read in ``ATTEMPT_KEYS`` order (the table's
 # types); and ``ScalarSnapshot`` itself, typed as what it builds from a job row: no column the snapshot
-# reads is a BLOB (``shard_schema``), so no value is bytes. The same device as ``job_table.job_from_row``.
+# reads is a BLOB (``shard_schema``), so no value is bytes.
 attempt_entry: Final[Callable[[Iterable[tuple[str, SqlValue]]], AttemptEntry]] = dict  # type: ignore[assignment]
 _SnapshotOfPairs: TypeAlias = Callable[[Iterable[tuple[str, SqlValue]]], ScalarSnapshot]
 _scalar_snapshot: Final[_SnapshotOfPairs] = ScalarSnapshot  # type: ignore[assignment]

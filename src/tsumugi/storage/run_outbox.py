@@ -39,7 +39,7 @@ _NODE_SNAPSHOT: Final = (
 )
 NODE_SNAPSHOT_KEYS: Final = tuple(key for key, _ in _NODE_SNAPSHOT)
 # ``dict``, typed as what it builds from a row read by ``node_snapshot_select``: no node column is a BLOB
-# (run_schema), so no value is bytes. The same device as ``job_table.job_from_row``.
+# (run_schema), so no value is bytes.
 snapshot_of_pairs: Final[Callable[[Iterable[tuple[str, SqlValue]]], JsonObject]] = dict  # type: ignore[assignment]
 
 
