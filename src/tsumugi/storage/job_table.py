@@ -94,12 +94,16 @@ def _row_reader(columns: tuple[str, ...]) -> Callable[[Row], JobRow]:
 _READERS: Final[dict[tuple[str, ...], Callable[[Row], JobRow]]] = {}
 
 
-def job_from_row(row: Row, columns: tuple[str, ...] = JOB_COLUMNS) -> JobRow:
-    """A job row from ``SELECT`` of ``columns`` (every column, or ``REPORT_COLUMNS``)."""
+def _reader(columns: tuple[str, ...]) -> Callable[[Row], JobRow]:
     reader = _READERS.get(columns)
     if reader is None:
         reader = _READERS[columns] = _row_reader(columns)
-    return reader(row)
+    return reader
+
+
+def job_from_row(row: Row, columns: tuple[str, ...] = JOB_COLUMNS) -> JobRow:
+    """A job row from ``SELECT`` of ``columns`` (every column, or ``REPORT_COLUMNS``)."""
+    return _reader(columns)(row)
 
 
 def scheduled_lane(run_after: int, priority: float, now_ms: int) -> tuple[int, float]:
@@ -217,7 +221,7 @@ class JobStore:
         """The rows of ``job_ids`` the shard holds, with only ``columns`` (every column by default)."""
         found: list[JobRow] = []
         select = JOB_SELECT if columns is JOB_COLUMNS else ", ".join(columns)
-        read = _READERS.get(columns) or _READERS.setdefault(columns, _row_reader(columns))
+        read = _reader(columns)
         for part in chunks(list(job_ids)):
             marks = ", ".join("?" * len(part))
             found.extend(map(read, self.sql.execute(f"SELECT {select} FROM job WHERE id IN ({marks})", part)))
