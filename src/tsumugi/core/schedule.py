@@ -11,7 +11,7 @@ What the scheduler reads of a job is ``core.job_view``'s ``SchedulableJob``.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -293,8 +293,7 @@ class _Walk:
 
     def run(self, ready: list[SchedulableJob]) -> list[Decision]:
         now_ms, policy = self.now_ms, self.policy
-        aging = policy.aging_interval_ms
-        ready.sort(key=lambda j: candidate_order(j, now_ms, aging))
+        ready.sort(key=candidate_key(now_ms, policy.aging_interval_ms))
         out: list[Decision] = []
         candidates: list[SchedulableJob] = []
         for job in ready:
@@ -306,6 +305,7 @@ class _Walk:
             self.flags["paused"] = True  # J-149b: a pause stops dispatching only
             return out
         shortest: int | None = None  # the shortest timeout dispatched: the earliest silence deadline
+        unlimited = math.isinf(self.bucket.tokens)  # no rate: taking a token leaves the bucket as it is
         for job in candidates:
             if self.slots <= 0:
                 self.flags["capacity"] = True
@@ -319,7 +319,8 @@ class _Walk:
                 continue  # other keys must not starve behind a full key (J-143.3)
             out.append(Dispatch(job.id))
             self.slots -= 1
-            self.bucket = _take(self.bucket)
+            if not unlimited:
+                self.bucket = _take(self.bucket)
             if key is not None:
                 self._spend_key(key)
             if shortest is None or job.timeout_ms < shortest:
@@ -362,6 +363,19 @@ def candidate_order(
     """The dispatch sort key: effective priority descending, then ``created_at``, then ``id``."""
     aged = effective_priority(job.priority, job.created_at, now_ms, aging_interval_ms)
     return (-aged, job.created_at, job.id)
+
+
+def candidate_key(
+    now_ms: int, aging_interval_ms: int | None
+) -> Callable[[SchedulableJob], tuple[float, int, str]]:
+    """``candidate_order`` at ``now_ms`` as a one-argument key, with no aging step when aging is off."""
+    if aging_interval_ms is None or aging_interval_ms <= 0:
+        return lambda job: (-job.priority, job.created_at, job.id)
+    return lambda job: (
+        -effective_priority(job.priority, job.created_at, now_ms, aging_interval_ms),
+        job.created_at,
+        job.id,
+    )
 
 
 def _take(bucket: Bucket) -> Bucket:
