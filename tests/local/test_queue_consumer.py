@@ -170,3 +170,41 @@ async def test_a_send_larger_than_the_free_slots_hands_over_what_fits_and_stores
     gate.set()
     await _stop_when(consumer, task, done)
     assert sorted(n for batch in batches for n in batch) == [0, 1, 2, 3, 4]
+
+
+class _CountingQueue(DurableQueue):
+    """The queue file as it is, counting the settlements that reach it."""
+
+    settlements = 0
+
+    def settle(self, acked: Any, retried: Any) -> None:
+        self.settlements += 1
+        super().settle(acked, retried)
+
+
+async def test_batches_that_end_together_settle_in_one_transaction(
+    tmp_path: Path, clock: FixedClock, closing: Any
+) -> None:
+    # ADR-0177: the batches a shard's report batch answers at once leave the queue in one transaction
+    queue = closing(_CountingQueue(tmp_path / "q.sqlite3", clock))
+    await queue.send_batch([{"n": n} for n in range(30)])
+    release = asyncio.Event()
+    arrived: list[int] = []
+    done = asyncio.Event()
+
+    async def handler(batch: list[LocalMessage]) -> None:
+        arrived.extend(message.body["n"] for message in batch)
+        await release.wait()  # every batch ends at the same turn, as when one report batch answers all
+
+    consumer = QueueConsumer(queue, handler, clock, batch_size=10)
+    running = asyncio.create_task(consumer.run())
+    while len(arrived) < 30:
+        await asyncio.sleep(0)
+    release.set()
+    while queue.depth():
+        await asyncio.sleep(0)
+    assert queue.settlements == 1
+    done.set()
+    await _stop_when(consumer, running, done)
+    reopened = closing(DurableQueue(tmp_path / "q.sqlite3", clock))
+    assert reopened.depth() == 0

@@ -100,6 +100,11 @@ class QueueConsumer(Handoff):
         self._stopping = False
         self._waiting = False  # found nothing to lease: sends hand their messages over meanwhile
         self._unsettled: list[tuple[list[int], list[tuple[int, int]]]] = []  # settles the disk refused
+        # Batches that finish in the same turn of the event loop settle in one transaction, written at
+        # the next turn (ADR-0177): the batches a shard's report batch answered together end together.
+        self._due_acked: list[int] = []
+        self._due_retried: list[tuple[int, int]] = []
+        self._due_scheduled = False
         self._store_failures = 0
 
     async def run(self) -> None:
@@ -170,6 +175,7 @@ class QueueConsumer(Handoff):
                 task.cancel()
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
+        self._settle_due()  # now: the loop may not turn again
         try:
             self._settle_unsettled()
         except sqlite3.OperationalError:
@@ -240,7 +246,20 @@ class QueueConsumer(Handoff):
         self._settle_or_keep(acked, retried)
 
     def _settle_or_keep(self, acked: list[int], retried: list[tuple[int, int]]) -> None:
-        """Settle now, or keep the settlement for the run loop to retry (the messages stay leased)."""
+        """Settle at the event loop's next turn, with every batch that ends before it (ADR-0177)."""
+        self._due_acked += acked
+        self._due_retried += retried
+        if not self._due_scheduled:
+            self._due_scheduled = True
+            asyncio.get_running_loop().call_soon(self._settle_due)
+
+    def _settle_due(self) -> None:
+        """Settle what the batches ended with, or keep it for the run loop to retry (the messages stay
+        leased)."""
+        acked, retried = self._due_acked, self._due_retried
+        self._due_acked, self._due_retried, self._due_scheduled = [], [], False
+        if not acked and not retried:
+            return
         try:
             self._queue.settle(acked, retried)
         except sqlite3.OperationalError as error:
