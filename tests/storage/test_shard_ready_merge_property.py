@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from tsumugi.core.job_view import JobView
 from tsumugi.core.schedule import candidate_order
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
-from tsumugi.storage.job_table import JOB_COLUMNS, JobStore, scheduled_lane, seq_floor
+from tsumugi.storage.job_rows import JOB_COLUMNS, scheduled_lane, seq_floor
+from tsumugi.storage.job_table import JobStore
 from tsumugi.storage.shard_schema import ensure_shard_schema
 from tsumugi.storage.tick_tables import LaneQueries
 

@@ -16,16 +16,15 @@ from tsumugi.ports import SqlExecutor, SqlValue
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
 from tsumugi.storage.event_outbox import EventOutbox, RunJobEvent
 from tsumugi.storage.job_lookups import JobLookups
-from tsumugi.storage.job_table import (
+from tsumugi.storage.job_rows import (
     JOB_COLUMNS,
     REPORT_COLUMNS,
     JobRow,
-    JobStore,
-    Settle,
     job_from_row,
     scheduled_lane,
     seq_floor,
 )
+from tsumugi.storage.job_table import JobStore, Settle
 from tsumugi.storage.projection_outbox import ProjectionOutbox
 from tsumugi.storage.shard_schema import ensure_shard_schema
 from tsumugi.storage.tick_tables import LaneQueries, UniqueKeys

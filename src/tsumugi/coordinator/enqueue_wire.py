@@ -20,7 +20,7 @@ from tsumugi.core.defaults import (  # ADR-0157: said once
     DEFAULT_TIMEOUT_MS,
 )
 from tsumugi.errors import EnqueueError
-from tsumugi.storage.job_table import JobRow
+from tsumugi.storage.job_rows import JobRow
 
 EnqueueItem: TypeAlias = Mapping[str, object]
 DEFAULT_BACKOFF_TEXT: Final = wire_format.dumps(DEFAULT_BACKOFF)  # encoded once, not per job (ADR-0105)

@@ -45,7 +45,7 @@ from tsumugi.core.wire_format import check_payload_text
 from tsumugi.errors import EnqueueError
 from tsumugi.logging import jobs_log
 from tsumugi.ports import AlarmPort, DispatchQueue, ReadModelWriter, RunNamespace, ShardNamespace, SqlExecutor
-from tsumugi.storage.job_table import JobRow, scheduled_lane, seq_floor
+from tsumugi.storage.job_rows import JobRow, scheduled_lane, seq_floor
 
 DEFAULT_UNIQUE_FOR_MS: Final = 86_400_000  # 24 h reservation (5.2)
 # A run's job node: a given id and the run it belongs to, every other option at its default. The

@@ -36,7 +36,8 @@ from tsumugi.logging import jobs_log
 from tsumugi.ports import SqlValue
 from tsumugi.storage import tick_tables as lanes
 from tsumugi.storage.event_outbox import RunEvent, RunJobEvent
-from tsumugi.storage.job_table import REPORT_COLUMNS, Assignments, JobRow, Settle
+from tsumugi.storage.job_rows import REPORT_COLUMNS, JobRow
+from tsumugi.storage.job_table import Assignments, Settle
 from tsumugi.storage.tick_tables import DispatchRow
 
 IN_FLIGHT: Final = tuple(sorted(IN_FLIGHT_STATES))  # ("QUEUED", "RUNNING")

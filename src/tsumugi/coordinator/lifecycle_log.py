@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Final
 
 from tsumugi.logging import jobs_log, log_event
-from tsumugi.storage.job_table import JobRow
+from tsumugi.storage.job_rows import JobRow
 from tsumugi.storage.tick_tables import DispatchRow
 
 ERROR_CHARS: Final = 200  # a log line carries the error's last line, cut short; the job keeps it whole

@@ -18,7 +18,7 @@ from tsumugi.core.enqueue_keys import EnqueueOutcome, ThrottleDecision
 from tsumugi.core.states import JobState
 from tsumugi.core.wire_format import check_payload_text
 from tsumugi.storage.enqueue_key_tables import DebounceKeys, ThrottleKeys
-from tsumugi.storage.job_table import JobRow, scheduled_lane
+from tsumugi.storage.job_rows import JobRow, scheduled_lane
 
 
 class KeyedEnqueue:

@@ -40,7 +40,7 @@ from tsumugi.core.states import FAILURE_STATES, JobState
 from tsumugi.logging import jobs_log
 from tsumugi.ports import takes_encoded
 from tsumugi.storage.event_outbox import Notice
-from tsumugi.storage.job_table import JobRow
+from tsumugi.storage.job_rows import JobRow
 from tsumugi.storage.tick_tables import BUCKET, LAST_BLOCKED, DispatchRow
 
 TICK_ROWS: Final = 200  # J-162/J-163: reaped, projected, notified, swept rows per tick; the rest re-runs

@@ -6,7 +6,7 @@ from __future__ import annotations
 import operator
 from typing import Final, TypeAlias
 
-from tsumugi.storage.job_table import JobRow
+from tsumugi.storage.job_rows import JobRow
 from tsumugi.storage.projection_outbox import AttemptEntry, attempts_log_text
 from tsumugi.storage.read_model_schema import JOB_COLUMNS
 from tsumugi.storage.read_model_writer import ScalarSnapshot

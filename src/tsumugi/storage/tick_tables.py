@@ -26,12 +26,8 @@ from tsumugi.core.json_types import JsonObject, JsonValue
 from tsumugi.core.schedule import Bucket, effective_priority
 from tsumugi.core.states import IN_FLIGHT_STATES
 from tsumugi.ports import SqlExecutor
-from tsumugi.storage.job_table import (
-    JOB_SELECT,
-    JobRow,
-    RowExpression,
-    job_from_row,
-)
+from tsumugi.storage.job_rows import JOB_SELECT, JobRow, job_from_row
+from tsumugi.storage.job_table import RowExpression
 from tsumugi.storage.sql_values import changed_rows, chunks, integer, integer_or_real, literal_list
 
 PAGE_ROWS: Final = 100  # rows fetched per priority stream per round trip
