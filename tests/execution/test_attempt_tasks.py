@@ -43,7 +43,7 @@ async def test_asyncio_timeout_and_task_groups_work_inside_a_performer(harness: 
         async def perform(self, payload: Any, ctx: JobContext) -> list[int]:
             try:
                 async with asyncio.timeout(0):  # holds the task current on entry, which it cancels
-                    await asyncio.sleep(1)
+                    await asyncio.Event().wait()  # never set: only the timeout ends it
             except TimeoutError:
                 pass  # this performer's own timeout: only its own wait is cut short
             async with asyncio.TaskGroup() as group:
