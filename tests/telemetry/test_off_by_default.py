@@ -7,34 +7,14 @@ import sys
 import textwrap
 from pathlib import Path
 
-RUN_A_JOB = textwrap.dedent(
-    """
-    import asyncio, sys
-    import tsumugi, tsumugi.telemetry
-    from tsumugi import JobContext, Performer, define_tsumugi
-    from tsumugi.runtimes.local.runtime import LocalRuntime
+from tests.one_job import run_one_job_then
 
-    class Ping(Performer):
-        async def perform(self, payload, ctx: JobContext):
-            return {"traceparent": ctx.traceparent}
-
-    async def main() -> None:
-        app = define_tsumugi(performers={"Ping": Ping})
-        async with LocalRuntime(app, sys.argv[1], exports={"Ping": Ping}, cron=False) as runtime:
-            job_id = await app.enqueue(runtime.env, binding="Ping", payload={})
-            shard = runtime.env.JOB_SHARD.get(job_id.rsplit(":", 1)[0])
-            for _ in range(5000):
-                if await shard.state_of(job_id) == "COMPLETED":
-                    break
-                await asyncio.sleep(0.002)  # the runtime's tasks do the work (noqa: sleep-ok)
-            assert await shard.state_of(job_id) == "COMPLETED"
-
-    asyncio.run(main())
+AFTER_ONE_JOB = """
+    import tsumugi.telemetry
     assert not tsumugi.telemetry.enabled()
     loaded = sorted(name for name in sys.modules if name.split(".")[0] == "opentelemetry")
     assert not loaded, loaded
     """
-)
 
 WITHOUT_THE_PACKAGE = textwrap.dedent(
     """
@@ -60,7 +40,7 @@ def _python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_running_a_job_without_enable_imports_no_opentelemetry(tmp_path: Path) -> None:
-    done = _python(RUN_A_JOB, str(tmp_path / "state"))
+    done = run_one_job_then(AFTER_ONE_JOB, tmp_path / "state")
     assert done.returncode == 0, done.stderr
 
 
