@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .conftest import START, Harness
+
+
+async def completed(h: Harness, settings: dict[str, Any]) -> str:
+    """A job enqueued now with ``settings``, dispatched and COMPLETED, its report's tick done."""
+    job_id = await h.enqueue(settings=settings)
+    await h.tick()
+    await h.shard.report(job_id, {"ok": True})
+    await h.tick()
+    return job_id
 
 
 async def test_completed_jobs_swept_after_retention(h: Harness) -> None:
@@ -32,15 +43,9 @@ async def test_failed_jobs_kept_for_failed_retention_then_gone(h: Harness) -> No
 async def test_a_busy_shard_sweeps_each_job_when_it_falls_due(h: Harness) -> None:
     # J-170: each tick's sweep asks to be woken at max(next due, now + 1000), and deletes what is due
     settings = {"sweepAfterMs": 1000}
-    first = await h.enqueue(settings=settings)
-    await h.tick()
-    await h.shard.report(first, {"ok": True})
-    await h.tick()
+    first = await completed(h, settings)
     h.clock.set(START + 500)
-    second = await h.enqueue(settings=settings)
-    await h.tick()
-    await h.shard.report(second, {"ok": True})
-    await h.tick()
+    second = await completed(h, settings)
     assert h.alarm.at == START + 1500
     await h.tick_at(START + 1500)
     assert await h.state(first) is None and await h.state(second) == "COMPLETED"
@@ -51,10 +56,7 @@ async def test_a_busy_shard_sweeps_each_job_when_it_falls_due(h: Harness) -> Non
 
 async def test_a_shorter_retention_applies_at_the_next_tick(h: Harness) -> None:
     # J-170, J-50: settings carried by an enqueue change the retention the very next sweep uses
-    job_id = await h.enqueue(settings={"sweepAfterMs": 60_000})
-    await h.tick()
-    await h.shard.report(job_id, {"ok": True})
-    await h.tick()
+    job_id = await completed(h, {"sweepAfterMs": 60_000})
     h.clock.set(START + 100)
     await h.enqueue(settings={"sweepAfterMs": 50})
     await h.tick()
@@ -64,10 +66,7 @@ async def test_a_shorter_retention_applies_at_the_next_tick(h: Harness) -> None:
 async def test_a_reservation_made_while_nothing_is_due_is_dropped_when_it_ends(h: Harness) -> None:
     # J-170: expired reservations are deleted in the sweep step, even when no finished job is due yet
     settings = {"sweepAfterMs": 60_000}
-    job_id = await h.enqueue(settings=settings)
-    await h.tick()
-    await h.shard.report(job_id, {"ok": True})
-    await h.tick()
+    job_id = await completed(h, settings)
     await h.enqueue(uniqueKey="u", uniqueForMs=10, settings=settings)
     await h.tick_at(START + 10)
     assert h.shard.ctx.sql.execute("SELECT count(*) FROM unique_key") == [(0,)]
