@@ -22,8 +22,9 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from pathlib import Path
+
+from peers import child_drain
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -40,9 +41,8 @@ def export(revision: str, into: Path) -> Path:
     return tree
 
 
-def run_in(tree: Path, args: list[str], **kwargs: object) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(tree / "src")}
-    return subprocess.Popen([sys.executable, *args], env=env, cwd=tree, **kwargs)  # type: ignore[call-overload]
+def tree_env(tree: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(tree / "src")}
 
 
 def backlog(tree: Path, state: Path, jobs: int, policy: str) -> None:
@@ -50,28 +50,25 @@ def backlog(tree: Path, state: Path, jobs: int, policy: str) -> None:
         "import asyncio, sys; from pathlib import Path; sys.path.insert(0, 'bench'); import peers; "
         f"asyncio.run(peers.tsumugi_backlog(Path({str(state)!r}), {jobs}, {policy!r}))"
     )
-    if run_in(tree, ["-c", code]).wait() != 0:
-        raise SystemExit(f"the backlog of {tree} failed")
+    subprocess.run([sys.executable, "-c", code], env=tree_env(tree), cwd=tree, check=True)
 
 
 def drain(tree: Path, backlog_dir: Path, jobs: int, policy: str) -> float:
-    """Seconds from the worker's start until its last job is COMPLETED."""
+    """Seconds from the worker's start until its last job is COMPLETED, timed as ``peers.py`` times it."""
     with tempfile.TemporaryDirectory(prefix="ab-drain-") as tmp:
         state, done = Path(tmp) / "state", Path(tmp) / "done"
         shutil.copytree(backlog_dir, state)
-        started = time.time()
-        worker = run_in(
-            tree,
-            ["bench/peers.py", "--worker", str(state), str(jobs), policy, str(done), "0"],
-            stdout=subprocess.DEVNULL,
-        )
-        while not done.exists():
-            if worker.poll() is not None:
-                raise SystemExit(f"the worker of {tree} exited early")
-            time.sleep(0.005)  # real time: another process drains; the done file ends the wait
-        finished_at = float(done.read_text().split()[0])
-        worker.wait(timeout=60)
-        return finished_at - started
+        command = [
+            sys.executable,
+            "bench/peers.py",
+            "--worker",
+            str(state),
+            str(jobs),
+            policy,
+            str(done),
+            "0",
+        ]
+        return jobs / child_drain(command, jobs, done, env=tree_env(tree), cwd=str(tree)).jobs_per_s
 
 
 def main() -> None:

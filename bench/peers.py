@@ -215,7 +215,7 @@ def tsumugi_drain(jobs: int, policy: str, enqueue: bool = False) -> Drain:
         if not enqueue:
             asyncio.run(tsumugi_backlog(state, jobs, policy))
         args = ["--worker", str(state), str(jobs), policy, str(done), "1" if enqueue else "0"]
-        return _child_drain([sys.executable, __file__, *args], jobs, done)
+        return child_drain([sys.executable, __file__, *args], jobs, done)
 
 
 # ------------------------------------------------------------------ Huey
@@ -235,13 +235,13 @@ def huey_drain(jobs: int, enqueue: bool = False, quiet: bool = False) -> Drain:
             subprocess.run(producer, env=env, cwd=tmp, check=True)
         # As configured for the peers' table: its default logging (a line per task) unless quiet.
         command = [str(consumer), "peer_huey_app.huey", "-k", "thread", "-w", "1", *(["-q"] if quiet else [])]
-        return _child_drain(command, jobs, done, env=env, cwd=tmp, producer=producer if enqueue else None)
+        return child_drain(command, jobs, done, env=env, cwd=tmp, producer=producer if enqueue else None)
 
 
 # ------------------------------------------------------------------ shared
 
 
-def _child_drain(
+def child_drain(
     command: list[str],
     jobs: int,
     done: Path,

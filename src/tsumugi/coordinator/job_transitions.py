@@ -198,12 +198,13 @@ def apply_reports(
 def _settle(ctx: ShardContext, settled: list[tuple[JobRow, ReportEffect]], now_ms: int) -> None:
     """Write finished reports together: the transitions, their marks and their terminal events.
 
-    ``settled`` pairs each job's row, read in this transaction, with what its report does; the rows of
-    the jobs that moved are then changed in place to what the statement left (ADR-0158).
+    ``settled`` pairs each job's row, read in this transaction, with what its report does. Every one of
+    them moves (``settle_many`` checks it), and its row is then changed in place to what the statement
+    left (ADR-0158, ADR-0176).
     """
     for to_state in {effect.to_state for _, effect in settled}:
         assert_transition(JobState.QUEUED, to_state)
-    moved = ctx.jobs.settle_many(
+    ctx.jobs.settle_many(
         [Settle(job["id"], effect.to_state, effect.attempts, effect.result) for job, effect in settled],
         IN_FLIGHT,
         now_ms,
@@ -211,11 +212,10 @@ def _settle(ctx: ShardContext, settled: list[tuple[JobRow, ReportEffect]], now_m
     changed: list[JobRow] = []
     errors: dict[str, str | None] = {}
     for job, effect in settled:
-        if job["id"] in moved:
-            job["state"], job["attempts"], job["result"] = effect.to_state, effect.attempts, effect.result
-            job["cancel_requested_at"] = None
-            changed.append(job)
-            errors[job["id"]] = effect.error
+        job["state"], job["attempts"], job["result"] = effect.to_state, effect.attempts, effect.result
+        job["cancel_requested_at"] = None
+        changed.append(job)
+        errors[job["id"]] = effect.error
     ctx.jobs.mark_changed_many(changed)
     run_events: list[RunEvent] = []
     for job in changed:

@@ -361,8 +361,7 @@ def candidate_order(
     job: SchedulableJob, now_ms: int, aging_interval_ms: int | None
 ) -> tuple[float, int, str]:
     """The dispatch sort key: effective priority descending, then ``created_at``, then ``id``."""
-    aged = effective_priority(job.priority, job.created_at, now_ms, aging_interval_ms)
-    return (-aged, job.created_at, job.id)
+    return candidate_key(now_ms, aging_interval_ms)(job)
 
 
 def candidate_key(
