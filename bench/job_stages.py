@@ -16,7 +16,11 @@ loop and this bench's polling. The read model's writer process (ADR-0170) runs o
 time is shown apart. ``statements`` counts ``execute`` and ``execute_many`` calls on the SQLite
 connections of this process (one ``execute_many`` counts once) and each statement of a read-model batch.
 
-Usage: ``.venv/bin/python bench/job_stages.py [--jobs 20000] [--policy default|wide]``
+With ``--statements N`` it also times every SQL statement this process runs (transaction control
+included, as ``BEGIN IMMEDIATE`` and ``COMMIT``) and prints the N costliest, grouped by their file and
+text, in µs per job: where a stage's SQLite time goes.
+
+Usage: ``.venv/bin/python bench/job_stages.py [--jobs 20000] [--policy default|wide] [--statements 15]``
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ import peers
 
 from tsumugi.client import shard_for
 from tsumugi.coordinator import job_shard, shard_projection, shard_tick
-from tsumugi.runtimes.local import dispatch_queue, sql_database, sqlite_executor
+from tsumugi.runtimes.local import dispatch_queue, read_model_process, sql_database, sqlite_executor
 from tsumugi.runtimes.local.runtime import LocalRuntime
 from tsumugi.storage import projection_outbox
 
@@ -53,6 +57,8 @@ current: contextvars.ContextVar[tuple[str, object]] = contextvars.ContextVar(
 )
 spent: dict[str, float] = defaultdict(float)
 statements: dict[str, int] = defaultdict(int)
+# --statements: (file, statement) -> [calls, seconds]; an ``execute_many`` counts once.
+by_statement: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0.0])
 
 
 def _task() -> object:
@@ -97,7 +103,22 @@ def _staged(stage: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     return staged
 
 
-def instrument() -> None:
+def timed(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn(executor, sql, ...)`` timed under its file's name and its statement's text."""
+
+    def run(self: Any, sql: str, *args: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return fn(self, sql, *args)
+        finally:
+            entry = by_statement[(Path(self.path).name, " ".join(sql.split()))]
+            entry[0] += 1
+            entry[1] += time.perf_counter() - started
+
+    return run
+
+
+def instrument(*, timed_statements: bool = False) -> None:
     def counted(fn: Callable[..., Any]) -> Callable[..., Any]:
         def count(*args: Any, **kwargs: Any) -> Any:
             statements[current.get()[0]] += 1
@@ -113,6 +134,9 @@ def instrument() -> None:
         return count
 
     executor = sqlite_executor.SqliteExecutor
+    if timed_statements:
+        executor._run = timed(executor._run)  # type: ignore[method-assign]
+        executor.execute_many = timed(executor.execute_many)  # type: ignore[method-assign]
     executor.execute = counted(executor.execute)  # type: ignore[method-assign]
     executor.execute_many = counted(executor.execute_many)  # type: ignore[method-assign]
     database = sql_database.SqliteDatabase
@@ -127,11 +151,14 @@ def instrument() -> None:
         (dispatch_queue.DurableQueue, "lease", "lease"),
         (job_shard.JobShard, "report_many", "report"),
         (dispatch_queue.DurableQueue, "settle", "ack"),
+        # the writer process's pipe: the requests, and its answers as they come back
+        (read_model_process.WriterProcess, "_send", "project"),
+        (read_model_process._Answers, "data_received", "project"),
     ):
         setattr(owner, name, _staged(stage, getattr(owner, name)))
 
 
-async def drain(jobs: int, policy: str) -> tuple[float, float, float]:
+async def drain(jobs: int, policy: str, *, timed_statements: bool = False) -> tuple[float, float, float]:
     """Wall seconds, this process's CPU seconds and its children's, from the start until the last job is
     COMPLETED."""
     tsumugi = peers.app(policy)
@@ -139,7 +166,7 @@ async def drain(jobs: int, policy: str) -> tuple[float, float, float]:
         state = Path(tmp)
         await peers.tsumugi_backlog(state, jobs, policy)
         statements.clear()
-        instrument()
+        instrument(timed_statements=timed_statements)
         shard_file = state / "shards" / "Noop%230.sqlite3"
         started, cpu, own = time.perf_counter(), peers.cpu_time(), time.process_time()
         async with LocalRuntime(tsumugi, state, exports={"Noop": peers.Noop}, cron=False) as runtime:
@@ -159,8 +186,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--policy", choices=("default", "wide"), default="default")
+    parser.add_argument("--statements", type=int, default=0, metavar="N", help="the N costliest statements")
     args = parser.parse_args()
-    wall, cpu, children = asyncio.run(drain(args.jobs, args.policy))
+    wall, cpu, children = asyncio.run(drain(args.jobs, args.policy, timed_statements=args.statements > 0))
     per_job = 1e6 / args.jobs
     print(f"{args.jobs} no-op jobs drained at the {args.policy} policy in {wall:.2f} s:")
     print(f"{'stage':<10}{'µs/job':>9}{'statements/job':>16}")
@@ -171,6 +199,12 @@ def main() -> None:
     print(f"{'consume':<10}{rest * per_job:>9.1f}{consume:>16.2f}   (and perform, loop)")
     print(f"{'all (CPU)':<10}{cpu * per_job:>9.1f}{sum(statements.values()) / args.jobs:>16.2f}")
     print(f"{'writer':<10}{children * per_job:>9.1f}{'':>16}   (the read model's writer process, CPU)")
+    if args.statements:
+        costliest = sorted(by_statement.items(), key=lambda item: -item[1][1])[: args.statements]
+        print(f"\nthe {len(costliest)} costliest statements (wall time in the call, timer included):")
+        print(f"{'µs/job':>8}{'calls/job':>11}  file: statement")
+        for (file, sql), (calls, seconds) in costliest:
+            print(f"{seconds * per_job:>8.2f}{calls / args.jobs:>11.3f}  {file}: {sql[:100]}")
 
 
 if __name__ == "__main__":
