@@ -171,12 +171,7 @@ async def drain(jobs: int, policy: str, *, timed_statements: bool = False) -> tu
         started, cpu, own = time.perf_counter(), peers.cpu_time(), time.process_time()
         async with LocalRuntime(tsumugi, state, exports={"Noop": peers.Noop}, cron=False) as runtime:
             await shard_for(runtime.env, "Noop").reset_policy(tsumugi.static_settings("Noop"))
-            watch = peers.DrainWatch(shard_file)
-            try:
-                while not watch.done(jobs):
-                    await asyncio.sleep(peers.POLL_S)
-            finally:
-                watch.close()
+            await peers.drained(shard_file, jobs)
             wall, own = time.perf_counter() - started, time.process_time() - own
             children = peers.cpu_time() - cpu - own
         return wall, own, children

@@ -32,7 +32,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import peers
-from peers import DrainWatch
+from peers import Noop, drained
 
 from tsumugi.application import define_tsumugi
 from tsumugi.clock import FixedClock
@@ -45,14 +45,8 @@ from tsumugi.storage.shard_schema import ensure_shard_schema
 from tsumugi.testing.fakes import FakeAlarm, FakeQueue
 
 CHUNK = 1_000  # jobs per enqueue_many call, and rows per raw executemany transaction
-POLL_S = 0.02
 TICK_WINDOW = 100  # jobs one measured tick dispatches (the policy's concurrency)
 TICK_SAMPLES = 20  # measured ticks per backlog size; the median is reported
-
-
-class Noop(Performer):
-    async def perform(self, payload: Any, ctx: JobContext) -> None:
-        return None
 
 
 class Parked(Performer):
@@ -78,16 +72,11 @@ async def end_to_end(jobs: int, batch_size: int, state_dir: Path) -> tuple[float
     runtime = LocalRuntime(APP, state_dir, exports={"Noop": Noop}, batch_size=batch_size)
     await runtime.start()
     shard_file = state_dir / "shards" / "Noop%230.sqlite3"
-    started, cpu_started = time.perf_counter(), peers.cpu_time()
+    started, cpu_started, ran_before = time.perf_counter(), peers.cpu_time(), peers.PERFORMED.count
     for offset in range(0, jobs, CHUNK):
         inputs = [{"binding": "Noop", "payload": {"n": n}} for n in range(offset, min(jobs, offset + CHUNK))]
         await APP.enqueue_many(runtime.env, inputs)
-    watch = DrainWatch(shard_file)  # a seek per poll, not a count of every finished job
-    try:
-        while not watch.done(jobs):
-            await asyncio.sleep(POLL_S)
-    finally:
-        watch.close()
+    await drained(shard_file, jobs, ran_before=ran_before)  # a seek per state, not a count of every job
     elapsed, cpu = time.perf_counter() - started, peers.cpu_time() - cpu_started
     await runtime.stop()
     return jobs / elapsed, jobs / cpu

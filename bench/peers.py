@@ -9,7 +9,9 @@ process of its own, so both pay their interpreter start and neither shares a cor
   a job is done when the consumer signals ``SIGNAL_COMPLETE`` for it;
 - Tsumugi: the local runtime (SQLite in WAL, ``synchronous=NORMAL``), at the default binding policy
   (concurrency 100) and with a wide one (concurrency 2,000); a job is done when its shard holds it
-  COMPLETED. The jobs wait behind a pinned pause, which the worker lifts as it starts.
+  COMPLETED. The jobs wait behind a pinned pause, which the worker lifts as it starts. Like Huey's
+  signal, the no-op performer counts its attempts in the worker; the worker reads the shard's file only
+  once all have run, until the last job is COMPLETED there (``drained``).
 
 Trials alternate (Huey, default, wide, Huey, ...) so a change in the machine's load hits all three;
 medians are reported. Also printed: CPU seconds per job of each drain, enqueueing while draining, and the
@@ -41,11 +43,11 @@ from typing import Any, Final
 import tsumugi
 from tsumugi.application import Tsumugi, define_tsumugi
 from tsumugi.client import shard_for
+from tsumugi.core.states import JobState
 from tsumugi.performer import JobContext, Performer
 from tsumugi.runtimes.local.runtime import LocalRuntime
 
 CHUNK: Final = 1_000  # jobs per enqueue call, on both systems
-POLL_S: Final = 0.01  # how often a Tsumugi worker counts COMPLETED rows
 WIDE: Final = {"policy": {"concurrency": 2_000}}
 HUEY_APP: Final = textwrap.dedent(
     """
@@ -90,9 +92,33 @@ def cpu_time() -> float:
     return total
 
 
+class Performed:
+    """How many no-op attempts this process ran, and an event set once ``target`` of them had: the
+    counterpart of Huey's completion signal. The bench's worker waits on it before it reads the shard."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.target: int | None = None
+        self.reached: asyncio.Event | None = None
+
+    def ran(self) -> None:
+        self.count += 1
+        if self.count == self.target and self.reached is not None:
+            self.reached.set()
+
+    async def wait_for(self, target: int) -> None:
+        """Return once ``target`` attempts ran in this process, counted from its start."""
+        self.target, self.reached = target, asyncio.Event()
+        if self.count < target:
+            await self.reached.wait()
+
+
+PERFORMED: Final = Performed()
+
+
 class Noop(Performer):
     async def perform(self, payload: Any, ctx: JobContext) -> None:
-        return None
+        PERFORMED.ran()
 
 
 def app(policy: str) -> Tsumugi:
@@ -112,45 +138,30 @@ def noop_inputs(start: int, end: int) -> list[dict[str, Any]]:
     return [{"binding": "Noop", "payload": {"n": n}} for n in range(start, end)]
 
 
-def completed_in(shard_file: Path) -> int:
-    if not shard_file.exists():
-        return 0
-    with contextlib.closing(sqlite3.connect(shard_file, timeout=5)) as db:
-        try:
-            return int(db.execute("SELECT count(*) FROM job WHERE state = 'COMPLETED'").fetchone()[0])
-        except sqlite3.OperationalError:
-            return 0
+NOT_COMPLETED: Final = tuple(state.value for state in JobState if state is not JobState.COMPLETED)
+STILL_THERE: Final = (  # a seek per state in the lane index, at any number of finished jobs
+    f"SELECT EXISTS (SELECT 1 FROM job WHERE state IN ({', '.join('?' * len(NOT_COMPLETED))}))"
+)
 
 
-class DrainWatch:
-    """Tells the worker when every job is COMPLETED, at a cost that does not grow with the jobs done.
+async def drained(shard_file: Path, jobs: int, *, ran_before: int = 0) -> None:
+    """Return once the shard holds every one of its ``jobs`` COMPLETED, at a cost that does not grow
+    with the jobs done and with no poll while they run.
 
-    Counting COMPLETED rows walks every finished job (4 ms at 20,000 on a 2-core machine): polled every
-    10 ms in the worker's own thread, it took a quarter of the drain from the engine it measures, where
-    Huey's completion signal costs nothing. Instead each poll asks the lane index whether any job is
-    still active (a seek); only when none is are the COMPLETED rows counted, once.
+    Huey's consumer signals each completion in its own process, at no cost to the drain. Here the
+    no-op performer counts its attempts (``PERFORMED``); once ``jobs`` of them ran, the shard's file is
+    read every millisecond until no job is in any state but COMPLETED, which its lane index answers
+    with a seek per state. Every one of the ``jobs`` rows is in the shard by then (the backlog, or the
+    worker's own enqueues before it waits), so none left in another state means all are COMPLETED;
+    an attempt run twice only makes the reads start early. Counting COMPLETED rows instead walks
+    every finished job (4 ms at 20,000 on a 2-core machine): polled every 10 ms in the worker's own
+    thread, it took a quarter of the drain from the engine it measures. ``ran_before``: the attempts
+    this process ran before these jobs (``PERFORMED.count`` then).
     """
-
-    def __init__(self, shard_file: Path) -> None:
-        self._file = shard_file
-        self._db: sqlite3.Connection | None = None
-
-    def done(self, jobs: int) -> bool:
-        if self._db is None:
-            if not self._file.exists():
-                return False
-            self._db = sqlite3.connect(self._file, timeout=5)
-        try:
-            active = self._db.execute(
-                "SELECT EXISTS (SELECT 1 FROM job WHERE state IN ('SCHEDULED', 'QUEUED', 'RUNNING'))"
-            ).fetchone()[0]
-        except sqlite3.OperationalError:
-            return False
-        return not active and completed_in(self._file) >= jobs
-
-    def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
+    await PERFORMED.wait_for(ran_before + jobs)
+    with contextlib.closing(sqlite3.connect(shard_file, timeout=5)) as db:
+        while db.execute(STILL_THERE, NOT_COMPLETED).fetchone()[0]:
+            await asyncio.sleep(0.001)
 
 
 def awaiting_projection(shard_file: Path) -> int:
@@ -185,12 +196,7 @@ async def tsumugi_worker(state: Path, jobs: int, policy: str, done: Path, enqueu
                     runtime.env, [{"binding": "Noop", "payload": {"n": n}} for n in batch]
                 )
                 await asyncio.sleep(0)
-        watch = DrainWatch(shard_file)
-        try:
-            while not watch.done(jobs):
-                await asyncio.sleep(POLL_S)
-        finally:
-            watch.close()
+        await drained(shard_file, jobs)
         partial = done.with_suffix(".tmp")  # renamed into place: the parent never reads a half-written file
         partial.write_text(f"{time.time()} {cpu_time()}")
         os.replace(partial, done)
