@@ -25,7 +25,6 @@ from tsumugi.core.json_types import JsonObject
 from tsumugi.core.schedule import (
     ConfirmCancel,
     Decision,
-    Dispatch,
     Expire,
     Fail,
     Reap,
@@ -124,17 +123,18 @@ def plan_tick(ctx: ShardContext, now_ms: int) -> TickPlan:
         ctx.store.key_buckets(keys),
         uncounted_in_flight=uncounted,
         uncounted_key_in_flight={k: n for k, n in key_counts.items() if n > 0},
+        ready_in_order=True,  # J-142: ``ready_in_order`` reads them in dispatch order (ADR-0043)
     )
     _save_limits(ctx, result)
     plan = TickPlan(next_alarm_at=result.next_alarm_at)
     in_flight = {j["id"]: j for j in loaded}
-    ready = {c.id: c for c in candidates}
-    dispatches: list[DispatchRow] = []
-    for decision in result.decisions:
-        if isinstance(decision, Dispatch):
-            dispatches.append(ready[decision.id])  # disjoint from the in-flight rows the others act on
-        else:
-            _apply(ctx, decision, in_flight, now_ms, plan)
+    for decision in result.decided:
+        _apply(ctx, decision, in_flight, now_ms, plan)
+    # Only ready SCHEDULED jobs are dispatched: the candidates, read as ``DispatchRow``s, never an
+    # in-flight row's view.
+    dispatches = [job for job in result.dispatched if isinstance(job, DispatchRow)]
+    if len(dispatches) != len(result.dispatched):
+        raise RuntimeError("the tick dispatched a job that was not a ready candidate")
     # J-161: QUEUED before the send. QUEUED changes none of the columns a message, the log line or the
     # queue lag read, so they come from the rows read above, in this transaction.
     queued = to_queued_many(ctx, dispatches, now_ms)
@@ -156,7 +156,7 @@ def plan_tick(ctx: ShardContext, now_ms: int) -> TickPlan:
         plan.next_alarm_at = waiting if plan.next_alarm_at is None else min(plan.next_alarm_at, waiting)
     if jobs_log.isEnabledFor(logging.DEBUG):
         shard = wire_format.shard_name(ctx.binding, ctx.shard_index)
-        decided = len(result.decisions) - len(dispatches)
+        decided = len(result.decided)
         lifecycle_log.tick(shard, now_ms, dispatched, decided, plan.next_alarm_at)
     return plan
 

@@ -168,11 +168,21 @@ class Blocked:
 
 @dataclass(frozen=True, slots=True)
 class ScheduleResult:
-    decisions: tuple[Decision, ...]
+    """What one tick decides. ``decided`` holds the decisions on jobs it does not dispatch (reaps,
+    stalls, failures, confirmed cancels, expiries), ``dispatched`` the jobs it dispatches, in the
+    order they go; ``decisions`` lists them all as ``Decision``s."""
+
+    decided: tuple[Decision, ...]
     bucket: Bucket
+    dispatched: tuple[SchedulableJob, ...] = ()
     key_buckets: dict[str, Bucket] = field(default_factory=dict)
     next_alarm_at: int | None = None
     blocked: Blocked = Blocked()
+
+    @property
+    def decisions(self) -> tuple[Decision, ...]:
+        """Every decision of the tick in order, the dispatches last: one ``Dispatch`` per dispatched job."""
+        return self.decided + tuple(Dispatch(job.id) for job in self.dispatched)
 
 
 def silence_deadline(job: SchedulableJob, reaper_grace_ms: int) -> int:
@@ -212,8 +222,13 @@ def schedule(
     *,
     uncounted_in_flight: int = 0,
     uncounted_key_in_flight: Mapping[str, int] | None = None,
+    ready_in_order: bool = False,
 ) -> ScheduleResult:
-    """Decide reaps, expiries and dispatches for one tick; the inputs are never mutated."""
+    """Decide reaps, expiries and dispatches for one tick; the inputs are never mutated.
+
+    ``ready_in_order``: the caller gives the due SCHEDULED jobs already in dispatch order (as the
+    shard reads them), so they are not sorted again.
+    """
     grace = policy.reaper_grace_ms
     decisions: list[Decision] = []
     in_flight = uncounted_in_flight
@@ -238,13 +253,16 @@ def schedule(
                 next_run_after = _earliest(next_run_after, job.run_after)
     bucket = refill(bucket, policy.rate, now_ms)  # J-148: refill at the start of each tick
     walk = _Walk(now_ms, policy, bucket, key_buckets or {}, key_in_flight, in_flight)
-    decisions.extend(walk.run(ready))
+    if not ready_in_order:
+        ready.sort(key=candidate_key(now_ms, policy.aging_interval_ms))
+    dispatched = walk.run(ready, decisions)
     wake_ups = [next_run_after, next_deadline, walk.next_deadline, walk.token_wake_at]
-    if any(not isinstance(d, Dispatch) for d in decisions):
+    if decisions:
         wake_ups.append(now_ms)  # J-144, J-146: reaped/expired jobs need another tick at once
     return ScheduleResult(
-        decisions=tuple(decisions),
+        decided=tuple(decisions),
         bucket=walk.bucket,
+        dispatched=tuple(dispatched),
         key_buckets=walk.key_buckets,
         next_alarm_at=_earliest(*wake_ups),
         blocked=walk.blocked(),
@@ -291,19 +309,19 @@ class _Walk:
         if wait_ms is not None:
             self.token_wake_at = _earliest(self.token_wake_at, self.now_ms + wait_ms)
 
-    def run(self, ready: list[SchedulableJob]) -> list[Decision]:
+    def run(self, ready: list[SchedulableJob], out: list[Decision]) -> list[SchedulableJob]:
+        """The jobs to dispatch from ``ready`` (in dispatch order), in order; expiries go to ``out``."""
         now_ms, policy = self.now_ms, self.policy
-        ready.sort(key=candidate_key(now_ms, policy.aging_interval_ms))
-        out: list[Decision] = []
         candidates: list[SchedulableJob] = []
         for job in ready:
             if job.expires_at is not None and now_ms >= job.expires_at:
                 out.append(Expire(job.id))
             else:
                 candidates.append(job)
+        dispatched: list[SchedulableJob] = []
         if candidates and policy.paused:
             self.flags["paused"] = True  # J-149b: a pause stops dispatching only
-            return out
+            return dispatched
         shortest: int | None = None  # the shortest timeout dispatched: the earliest silence deadline
         unlimited = math.isinf(self.bucket.tokens)  # no rate: taking a token leaves the bucket as it is
         for job in candidates:
@@ -317,7 +335,7 @@ class _Walk:
             key = job.concurrency_key
             if key is not None and self._key_holds_back(key):
                 continue  # other keys must not starve behind a full key (J-143.3)
-            out.append(Dispatch(job.id))
+            dispatched.append(job)
             self.slots -= 1
             if not unlimited:
                 self.bucket = _take(self.bucket)
@@ -327,7 +345,7 @@ class _Walk:
                 shortest = job.timeout_ms
         if shortest is not None:
             self.next_deadline = now_ms + shortest + policy.reaper_grace_ms
-        return out
+        return dispatched
 
     def _key_holds_back(self, key: str) -> bool:
         """Whether ``key``'s concurrency or its tokens hold its next job back (flagged as blocked)."""

@@ -142,3 +142,12 @@ def test_next_alarm_is_earliest_future_run_after_or_deadline() -> None:
     assert result.next_alarm_at == NOW + 60_000 + 30_000
     blocked = schedule(NOW, [ready("a")], Policy(concurrency=0))
     assert blocked.next_alarm_at is None and blocked.blocked.capacity
+
+
+def test_candidates_given_in_dispatch_order_are_taken_as_given() -> None:
+    # J-142 as the shard calls it: it reads the ready jobs in dispatch order, so they are not sorted again
+    jobs = [ready("b", priority=1), ready("a", priority=5)]
+    assert dispatched(schedule(NOW, jobs, Policy(concurrency=1))) == ["a"]
+    taken = schedule(NOW, jobs, Policy(concurrency=1), ready_in_order=True)
+    assert dispatched(taken) == ["b"] and [job.id for job in taken.dispatched] == ["b"]
+    assert taken.blocked.capacity

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tsumugi.core.job_view import JobView
 from tsumugi.core.policy import Policy, Rate
-from tsumugi.core.schedule import FRESH_BUCKET, Dispatch, schedule
+from tsumugi.core.schedule import FRESH_BUCKET, Dispatch, candidate_order, schedule
 from tsumugi.core.states import can_transition
 
 from .schedule_reference import ref_dispatch
@@ -92,8 +92,20 @@ def to_policy(p: dict[str, Any]) -> Policy:
 def test_dispatch_matches_reference_model(world: tuple[list[dict[str, Any]], dict[str, Any]]) -> None:
     # J-143, J-149a, ADR-0044: same dispatched ids, same order, as the model written from the spec
     jobs, params = world
-    result = schedule(NOW, [to_view(j) for j in jobs], to_policy(params))
+    views, policy = [to_view(j) for j in jobs], to_policy(params)
+    result = schedule(NOW, views, policy)
     assert [d.id for d in result.decisions if isinstance(d, Dispatch)] == ref_dispatch(jobs, NOW, params)
+    assert [job.id for job in result.dispatched] == ref_dispatch(jobs, NOW, params)
+    # As the shard calls it: the candidates already in dispatch order, which are not sorted again
+    in_order = sorted(views, key=lambda v: candidate_order(v, NOW, policy.aging_interval_ms))
+    again = schedule(NOW, in_order, policy, ready_in_order=True)
+    assert again.dispatched == result.dispatched and set(again.decided) == set(result.decided)
+    assert (again.bucket, again.key_buckets, again.next_alarm_at) == (
+        result.bucket,
+        result.key_buckets,
+        result.next_alarm_at,
+    )
+    assert again.blocked == result.blocked
 
 
 @settings(max_examples=300, deadline=None)
