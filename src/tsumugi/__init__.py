@@ -33,7 +33,7 @@ if TYPE_CHECKING:
         SweepOptions,
     )
     from tsumugi.core.cron import next_cron_at, parse_cron
-    from tsumugi.core.enqueue_keys import EnqueueOutcome
+    from tsumugi.core.enqueue_outcome import EnqueueOutcome
     from tsumugi.core.flow.model import Flow
     from tsumugi.core.options import EnqueueInput, EnqueueOptions
     from tsumugi.core.schedules import ScheduleContext, next_occurrence, normalize_schedules
@@ -94,7 +94,7 @@ _ORIGINS: dict[str, str] = {
     "JobState": "tsumugi.core.states",
     "EnqueueInput": "tsumugi.core.options",
     "EnqueueOptions": "tsumugi.core.options",
-    "EnqueueOutcome": "tsumugi.core.enqueue_keys",
+    "EnqueueOutcome": "tsumugi.core.enqueue_outcome",
     "create_flow": "tsumugi.flows",
     "FlowBuilder": "tsumugi.flows",
     "configure_logging": "tsumugi.logging",

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 from tsumugi import telemetry
 from tsumugi.core.config import BindingConfig, binding_config_from
-from tsumugi.core.enqueue_keys import EnqueueOutcome, outcome_from_wire
+from tsumugi.core.enqueue_outcome import EnqueueOutcome, outcome_from_wire
 from tsumugi.core.json_types import JsonMapping, JsonObject
 from tsumugi.core.options import (
     OnEnqueue,
@@ -34,7 +34,9 @@ from tsumugi.errors import (
 )
 from tsumugi.ports import ShardNamespace, ShardRpc
 from tsumugi.shard_handle import ShardHandle
-from tsumugi.telemetry.hooks import Inputs
+
+if TYPE_CHECKING:
+    from tsumugi.telemetry.hooks import Inputs
 
 __all__ = [
     "JobClient",

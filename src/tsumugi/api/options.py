@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tsumugi.api.shapes import CreateJobRequest
 from tsumugi.clock import Clock, SystemClock
 from tsumugi.core.defaults import DEFAULT_FAILED_RETENTION_MS  # ADR-0157: said once
-from tsumugi.core.enqueue_keys import EnqueueOutcome
+from tsumugi.core.enqueue_outcome import EnqueueOutcome
 from tsumugi.core.json_types import JsonMapping, JsonObject, JsonValue
 from tsumugi.ports import ShardNamespace, SqlDatabase
 

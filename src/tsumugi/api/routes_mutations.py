@@ -21,7 +21,7 @@ from tsumugi.api.wire import (
     read_json_body,
     refusal_response,
 )
-from tsumugi.core.enqueue_keys import EnqueueOutcome
+from tsumugi.core.enqueue_outcome import EnqueueOutcome
 from tsumugi.core.input_bounds import clamp_instant
 from tsumugi.core.json_types import JsonObject
 from tsumugi.core.wire_format import parse_job_id

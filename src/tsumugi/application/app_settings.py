@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 from tsumugi.application.definition import MetricsCredentials, TsumugiDefinition
 from tsumugi.core.config import BindingConfig, OnSettled, RunSettings, SweepOptions
-from tsumugi.core.flow.model import Flow
 from tsumugi.core.options import OnEnqueue
 
 if TYPE_CHECKING:
     from tsumugi.api.options import AuthMiddleware
+    from tsumugi.core.flow.model import Flow
     from tsumugi.core.schedules import ScheduleDef
 
 __all__ = ["AppSettings"]

@@ -16,8 +16,6 @@ from tsumugi.core.config import (
     binding_config_from,
 )
 from tsumugi.core.config_checks import from_mapping
-from tsumugi.core.flow.model import Flow
-from tsumugi.core.flow.validation import validate_flows
 from tsumugi.core.json_types import JsonObject
 from tsumugi.core.options import OnEnqueue
 from tsumugi.core.wire_format import validate_binding
@@ -40,6 +38,7 @@ from tsumugi.performer import (
 
 if TYPE_CHECKING:
     from tsumugi.api.options import AuthMiddleware
+    from tsumugi.core.flow.model import Flow
     from tsumugi.core.schedules import ScheduleDef
 
 __all__ = ["CONFIG_KEYS", "MetricsCredentials", "TsumugiDefinition", "TsumugiOptions", "parse_definition"]
@@ -276,7 +275,10 @@ def _flows(value: object, performers: Mapping[str, object]) -> dict[str, Flow]:
     if not isinstance(value, Mapping):
         raise ConfigurationError("flows must be a mapping of flow name to flow")
     flows: dict[str, Flow] = dict(value)  # each name and value is checked by validate_flows
-    validate_flows(flows, performers)
+    if flows:
+        from tsumugi.core.flow.validation import validate_flows  # an app without flows never loads them
+
+        validate_flows(flows, performers)
     return flows
 
 

@@ -7,14 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from tsumugi.client import env_binding
 from tsumugi.core.json_types import JsonMapping, JsonObject
-from tsumugi.core.wrangler_fragments import (
-    LABELS,
-    MIGRATIONS_DIR,
-    ConfigFormat,
-    fragment_blocks,
-    render_fragment,
-    required_bindings,
-)
+from tsumugi.core.required_bindings import LABELS, MIGRATIONS_DIR, ConfigFormat, required_bindings
 from tsumugi.execution import has_perform
 
 __all__ = ["MIGRATIONS_DIR", "configuration_report", "missing_bindings"]
@@ -56,5 +49,7 @@ def configuration_report(missing: Sequence[JsonMapping], config_format: ConfigFo
     lines.append("")
     lines.extend(f"{number}. {step}" for number, step in enumerate(steps, start=1))
     lines.append("")
+    from tsumugi.core.wrangler_fragments import fragment_blocks, render_fragment  # only for a report
+
     lines.append(render_fragment(fragment_blocks(missing), config_format))
     return "\n".join(lines)

@@ -26,7 +26,7 @@ from tsumugi.application.typed_inputs import TypedInputs
 from tsumugi.client import JobClient, ShardHandle, env_binding
 from tsumugi.clock import Clock, SystemClock
 from tsumugi.core.config import BindingConfig, SweepOptions
-from tsumugi.core.enqueue_keys import EnqueueOutcome
+from tsumugi.core.enqueue_outcome import EnqueueOutcome
 from tsumugi.core.json_types import JsonMapping, JsonObject
 from tsumugi.core.mismatch import Mismatch
 from tsumugi.core.options import EnqueueInput, EnqueueOptions

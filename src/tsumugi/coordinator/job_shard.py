@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final, TypeAlias
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 from tsumugi import telemetry
 from tsumugi.clock import Clock
@@ -28,7 +28,6 @@ from tsumugi.coordinator.enqueue_wire import (
 )
 from tsumugi.coordinator.job_transitions import apply_report, apply_reports
 from tsumugi.coordinator.shard_controls import ShardControls
-from tsumugi.coordinator.shard_enqueue_keys import KeyedEnqueue
 from tsumugi.coordinator.shard_ports import MetricsWriter, ShardProjection
 from tsumugi.coordinator.shard_tick import plan_tick
 from tsumugi.core import wire_format
@@ -38,7 +37,7 @@ from tsumugi.core.defaults import (  # ADR-0157: said once
     DEFAULT_PRIORITY,
     DEFAULT_TIMEOUT_MS,
 )
-from tsumugi.core.enqueue_keys import EnqueueOutcome
+from tsumugi.core.enqueue_outcome import EnqueueOutcome
 from tsumugi.core.json_types import JsonMapping, JsonObject
 from tsumugi.core.states import JobState, outcome_from_wire
 from tsumugi.core.wire_format import check_payload_text
@@ -46,6 +45,9 @@ from tsumugi.errors import EnqueueError
 from tsumugi.logging import jobs_log
 from tsumugi.ports import AlarmPort, DispatchQueue, ReadModelWriter, RunNamespace, ShardNamespace, SqlExecutor
 from tsumugi.storage.job_rows import JobRow, scheduled_lane, seq_floor
+
+if TYPE_CHECKING:
+    from tsumugi.coordinator.shard_enqueue_keys import KeyedEnqueue
 
 DEFAULT_UNIQUE_FOR_MS: Final = 86_400_000  # 24 h reservation (5.2)
 # A run's job node: a given id and the run it belongs to, every other option at its default. The
@@ -197,6 +199,13 @@ _FastEnqueue: TypeAlias = Callable[
 ]
 
 
+def _keyed_enqueue(ctx: ShardContext, now_ms: int) -> KeyedEnqueue:
+    """Debounce and throttle keys' side of a batch; their storage loads with the first keyed job."""
+    from tsumugi.coordinator.shard_enqueue_keys import KeyedEnqueue
+
+    return KeyedEnqueue(ctx, now_ms)
+
+
 def enqueue_batch(
     ctx: ShardContext,
     inputs: list[EnqueueItem],
@@ -230,7 +239,7 @@ def enqueue_batch(
             note(EnqueueOutcome(given_id, "existing"))
             continue
         if "debounceKey" in item or "throttleKey" in item:
-            keyed = keyed or KeyedEnqueue(ctx, now_ms)
+            keyed = keyed or _keyed_enqueue(ctx, now_ms)
             answered = keyed.before_insert(item, rows)  # ADR-0149 debounced, ADR-0150 dropped
             if answered is not None:
                 out.append(answered.id or "")

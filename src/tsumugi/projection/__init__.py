@@ -10,14 +10,18 @@ The projection itself (outbox -> read model) is
 
 from __future__ import annotations
 
-from tsumugi.projection.analytics_engine import (
-    AnalyticsCredentials,
-    AnalyticsEngineReader,
-    AnalyticsEngineWriter,
-    analytics_data_point,
-    analytics_engine_metrics,
-)
-from tsumugi.projection.read_model_sweep import SweepOptions, sweep_read_model
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tsumugi.projection.analytics_engine import (
+        AnalyticsCredentials,
+        AnalyticsEngineReader,
+        AnalyticsEngineWriter,
+        analytics_data_point,
+        analytics_engine_metrics,
+    )
+    from tsumugi.projection.read_model_sweep import SweepOptions, sweep_read_model
 
 __all__ = [
     "AnalyticsCredentials",
@@ -28,3 +32,27 @@ __all__ = [
     "analytics_engine_metrics",
     "sweep_read_model",
 ]
+
+# Each name loads its module on first use: an app without Analytics Engine metrics never loads them.
+_HOMES = {
+    "AnalyticsCredentials": "analytics_engine",
+    "AnalyticsEngineReader": "analytics_engine",
+    "AnalyticsEngineWriter": "analytics_engine",
+    "analytics_data_point": "analytics_engine",
+    "analytics_engine_metrics": "analytics_engine",
+    "SweepOptions": "read_model_sweep",
+    "sweep_read_model": "read_model_sweep",
+}
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

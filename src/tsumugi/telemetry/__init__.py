@@ -16,14 +16,16 @@ Until ``enable()`` nothing imports ``opentelemetry``, and the engine's hooks cos
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING
 
 from tsumugi.errors import ConfigurationError
-from tsumugi.telemetry.hooks import AttemptTrace, NodeRecord, RunRecord, Telemetry
 
 if TYPE_CHECKING:  # nothing imports opentelemetry before enable() (ADR-0143)
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
+
+    from tsumugi.telemetry.hooks import AttemptTrace, NodeRecord, RunRecord, Telemetry
 
 __all__ = ["AttemptTrace", "NodeRecord", "RunRecord", "Telemetry", "active", "disable", "enable", "enabled"]
 
@@ -62,3 +64,15 @@ def disable() -> None:
 def enabled() -> bool:
     """Whether ``enable()`` turned telemetry on."""
     return active is not None
+
+
+_HOOKS: frozenset[str] = frozenset({"AttemptTrace", "NodeRecord", "RunRecord", "Telemetry"})
+
+
+def __getattr__(name: str) -> object:
+    """The hooks' protocols and records load on first use: a process with telemetry off needs none."""
+    if name not in _HOOKS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module("tsumugi.telemetry.hooks"), name)
+    globals()[name] = value
+    return value

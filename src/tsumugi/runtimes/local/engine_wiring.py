@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Final
 
 from tsumugi.coordinator.job_shard import JobShard
 from tsumugi.core.config import BindingConfig, RunSettings
-from tsumugi.core.flow.model import Flow
 from tsumugi.core.json_types import JsonObject
 from tsumugi.ports import AlarmPort, SqlDatabase, SqlExecutor
 from tsumugi.runtimes.local.read_model_process import ShardFileProjection, WriterProcess
@@ -30,6 +29,7 @@ from tsumugi.storage.read_model_writer import D1ReadModelWriter, LocalMetricsWri
 if TYPE_CHECKING:
     from tsumugi.coordinator.run import RunCoordinator
     from tsumugi.coordinator.scheduler import Scheduler
+    from tsumugi.core.flow.model import Flow
     from tsumugi.core.schedules import ScheduleDef
     from tsumugi.runtimes.local.runtime import LocalRuntime
 
