@@ -215,3 +215,52 @@ async def test_many_shards_are_projected_by_one_writer(tmp_path: Path) -> None:
         await _settled(runtime, job_ids)
         await _listed_as(state, job_ids)
         assert len(_writer_pids()) == 1
+
+
+def _points(state: Path) -> int:
+    """Metric points written so far; none before the writer made their table (on its first points)."""
+    with _read(state / "read_model.sqlite3") as db:
+        try:
+            return int(db.execute("SELECT count(*) FROM tsumugi_metric").fetchone()[0])
+        except sqlite3.OperationalError:
+            return 0
+
+
+async def test_a_drain_of_many_passes_writes_one_metric_point_per_job(tmp_path: Path) -> None:
+    # M-4, J-194: each pass's points are written once its marks were cleared, never twice
+    state = tmp_path / "state"
+    async with _runtime(state) as runtime:
+        quick = await _quick(runtime, 700)  # more than three passes of 200
+        await _settled(runtime, quick)
+        await _listed_as(state, quick)
+        await _cleared(state, "Quick")
+        await polling.until(lambda: _points(state) >= len(quick), "a point per job", DEADLINE_S)
+        assert _points(state) == len(quick)
+
+
+async def test_points_that_cannot_be_written_are_logged_and_the_listing_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # M-4: logged and swallowed; the jobs are still listed
+    state = tmp_path / "state"
+    async with _runtime(state) as runtime:
+        await _writer_once_listing(runtime, state)
+        await polling.until(lambda: _points(state) == 1, "the first point", DEADLINE_S)
+        with _read(state / "read_model.sqlite3") as db:
+            db.execute(
+                "CREATE TRIGGER no_points BEFORE INSERT ON tsumugi_metric "
+                "BEGIN SELECT RAISE(ABORT, 'no room'); END"
+            )
+            db.commit()
+        with caplog.at_level(logging.ERROR, logger="tsumugi"):
+            quick = await _quick(runtime, 450)
+            await _settled(runtime, quick)
+            await _listed_as(state, quick)
+            await _cleared(state, "Quick")
+            await polling.until(
+                lambda: any(r.getMessage() == "tsumugi: writeMetrics failed" for r in caplog.records),
+                "the failure logged",
+                DEADLINE_S,
+            )
+    assert _points(state) == 1
+    assert "no room" in "".join(str(r.exc_info[1]) for r in caplog.records if r.exc_info)
