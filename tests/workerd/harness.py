@@ -27,6 +27,7 @@ OFFLINE_TOOL: Final = REPO_ROOT.parent / "shared" / "tools" / "workerd-pyodide" 
 BUNDLE_HOST: Final = "pyodide-capnp-bin.edgeworker.net"
 TOKEN: Final = "workerd-suite-token"
 READY_TIMEOUT_S: Final = 240.0
+D1_BUSY_TRIES: Final = 5  # runs of a setup statement that meets the Worker's lock on its D1 file
 SETTLE_TIMEOUT_S: Final = 45.0  # a job: alarm, Queue batch (1 s), performer, report, first projection (1 s)
 TERMINAL: Final = frozenset({"COMPLETED", "FAILED", "CANCELLED", "STALLED"})
 RUN_TERMINAL: Final = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
@@ -180,8 +181,24 @@ class Workers:
     # ------------------------------------------------------------------ calls a test makes
 
     def d1(self, sql: str) -> list[dict[str, Any]]:
-        """Run SQL on the Worker's local D1 with ``wrangler d1 execute`` (test setup only)."""
-        done = subprocess.run(
+        """Run SQL on the Worker's local D1 with ``wrangler d1 execute`` (test setup only).
+
+        The running Worker writes the same file (its read model), and ``wrangler d1 execute`` waits for
+        no lock: a statement that meets one of the Worker's writes is run again, a few times.
+        """
+        for _ in range(D1_BUSY_TRIES - 1):
+            done = self._d1_execute(sql)
+            if done.returncode == 0 or "SQLITE_BUSY" not in done.stdout + done.stderr:
+                break
+            time.sleep(0.2)  # real time: another process holds the file's lock  (noqa: sleep-ok)
+        else:
+            done = self._d1_execute(sql)
+        assert done.returncode == 0, done.stdout + done.stderr
+        results: list[dict[str, Any]] = json.loads(done.stdout)[0]["results"]
+        return results
+
+    def _d1_execute(self, sql: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
             [
                 "node",
                 str(REPO_ROOT / "node_modules" / "wrangler" / "bin" / "wrangler.js"),
@@ -202,9 +219,6 @@ class Workers:
             timeout=120,
             check=False,
         )
-        assert done.returncode == 0, done.stdout + done.stderr
-        results: list[dict[str, Any]] = json.loads(done.stdout)[0]["results"]
-        return results
 
     def api(self, method: str, path: str, body: Any = None, **options: Any) -> Answer:
         return request(self.url + path, method, body, **options)
