@@ -12,8 +12,9 @@ performer-only Worker stays light.
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from tsumugi.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from tsumugi.api.auth_access import access_auth
@@ -214,13 +215,11 @@ __all__ = [
 ]
 
 
+_load = lazy_exports(globals(), _ORIGINS)
+
+
 def __getattr__(name: str) -> object:
-    origin = _ORIGINS.get(name)
-    if origin is None:
-        raise AttributeError(f"module 'tsumugi' has no attribute {name!r}")
-    value = getattr(import_module(origin), name)
-    globals()[name] = value
-    return value
+    return _load(name)
 
 
 def __dir__() -> list[str]:

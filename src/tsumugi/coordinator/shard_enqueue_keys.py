@@ -14,7 +14,8 @@ from tsumugi.coordinator.enqueue_wire import EnqueueItem, mapping, maybe_int, re
 from tsumugi.coordinator.job_transitions import to_scheduled
 from tsumugi.core import enqueue_keys as keys
 from tsumugi.core import wire_format
-from tsumugi.core.enqueue_keys import EnqueueOutcome, ThrottleDecision
+from tsumugi.core.enqueue_keys import ThrottleDecision
+from tsumugi.core.enqueue_outcome import EnqueueOutcome
 from tsumugi.core.states import JobState
 from tsumugi.core.wire_format import check_payload_text
 from tsumugi.storage.enqueue_key_tables import DebounceKeys, ThrottleKeys

@@ -12,21 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from tsumugi.core.enqueue_outcome import EnqueueOutcome, EnqueueStatus, outcome_from_wire
-
-__all__ = [
-    "DebounceHolder",
-    "EnqueueOutcome",
-    "EnqueueStatus",
-    "ThrottleDecision",
-    "ThrottleRule",
-    "debounce_max_at",
-    "debounced_run_after",
-    "outcome_from_wire",
-    "throttle",
-    "throttle_rule_from_wire",
-]
-
 
 @dataclass(frozen=True, slots=True)
 class DebounceHolder:

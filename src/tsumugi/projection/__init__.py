@@ -10,8 +10,9 @@ The projection itself (outbox -> read model) is
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from tsumugi.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from tsumugi.projection.analytics_engine import (
@@ -34,24 +35,23 @@ __all__ = [
 ]
 
 # Each name loads its module on first use: an app without Analytics Engine metrics never loads them.
-_HOMES = {
-    "AnalyticsCredentials": "analytics_engine",
-    "AnalyticsEngineReader": "analytics_engine",
-    "AnalyticsEngineWriter": "analytics_engine",
-    "analytics_data_point": "analytics_engine",
-    "analytics_engine_metrics": "analytics_engine",
-    "SweepOptions": "read_model_sweep",
-    "sweep_read_model": "read_model_sweep",
-}
+_ANALYTICS, _SWEEP = "tsumugi.projection.analytics_engine", "tsumugi.projection.read_model_sweep"
+_load = lazy_exports(
+    globals(),
+    {
+        "AnalyticsCredentials": _ANALYTICS,
+        "AnalyticsEngineReader": _ANALYTICS,
+        "AnalyticsEngineWriter": _ANALYTICS,
+        "analytics_data_point": _ANALYTICS,
+        "analytics_engine_metrics": _ANALYTICS,
+        "SweepOptions": _SWEEP,
+        "sweep_read_model": _SWEEP,
+    },
+)
 
 
 def __getattr__(name: str) -> object:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+    return _load(name)
 
 
 def __dir__() -> list[str]:

@@ -16,10 +16,10 @@ Until ``enable()`` nothing imports ``opentelemetry``, and the engine's hooks cos
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
 
 from tsumugi.errors import ConfigurationError
+from tsumugi.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:  # nothing imports opentelemetry before enable() (ADR-0143)
     from opentelemetry.metrics import MeterProvider
@@ -66,13 +66,12 @@ def enabled() -> bool:
     return active is not None
 
 
-_HOOKS: frozenset[str] = frozenset({"AttemptTrace", "NodeRecord", "RunRecord", "Telemetry"})
+# The hooks' protocols and records load on first use: a process with telemetry off needs none.
+_load = lazy_exports(
+    globals(),
+    dict.fromkeys(("AttemptTrace", "NodeRecord", "RunRecord", "Telemetry"), "tsumugi.telemetry.hooks"),
+)
 
 
 def __getattr__(name: str) -> object:
-    """The hooks' protocols and records load on first use: a process with telemetry off needs none."""
-    if name not in _HOOKS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module("tsumugi.telemetry.hooks"), name)
-    globals()[name] = value
-    return value
+    return _load(name)
