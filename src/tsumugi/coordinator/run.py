@@ -15,7 +15,7 @@ from tsumugi.clock import Clock
 from tsumugi.coordinator.mutation_result import DONE, GONE, INVALID_STATE, MutationResult
 from tsumugi.coordinator.run_context import RunContext
 from tsumugi.coordinator.run_decisions import child_row, static_row, text_or_none
-from tsumugi.coordinator.run_ports import RunPeers, RunProjection
+from tsumugi.coordinator.run_ports import RunPeers, RunProjection, RunProjectionBeside
 from tsumugi.coordinator.run_tick import RunTick
 from tsumugi.coordinator.run_waits import take_event
 from tsumugi.core import wire_format
@@ -54,10 +54,13 @@ class RunCoordinator:
         new_id: Callable[[], str] = new_local_id,
         storage_exists: Callable[[], bool] | None = None,
         binding_settings: Callable[[str], JsonMapping] | None = None,
+        projection: RunProjectionBeside | None = None,
     ) -> None:
         """``storage_exists``: whether any storage is there yet; without it, storage always is (ADR-0116).
 
         ``binding_settings(binding)``: the settings a client enqueue carries to that binding.
+        ``projection``: where one runs, the read model is written beside the run from its file
+        (ADR-0179), else the run writes ``read_model`` itself.
         """
         # J-50
         self.ctx = RunContext(
@@ -74,6 +77,7 @@ class RunCoordinator:
             new_id=new_id,
             storage_exists=storage_exists,
             binding_settings=binding_settings,
+            projection=projection,
         )
 
     @property

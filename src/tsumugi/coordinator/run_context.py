@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from tsumugi.clock import Clock
 from tsumugi.coordinator.context import CoordinatorContext
-from tsumugi.coordinator.run_ports import RunPeers, RunProjection
+from tsumugi.coordinator.run_ports import RunPeers, RunProjection, RunProjectionBeside
 from tsumugi.core.config import RunSettings
 from tsumugi.core.flow.model import Flow
 from tsumugi.core.json_types import JsonMapping
@@ -43,8 +43,10 @@ class RunContext(CoordinatorContext):
         new_id: Callable[[], str],
         storage_exists: Callable[[], bool] | None,
         binding_settings: Callable[[str], JsonMapping] | None,
+        projection: RunProjectionBeside | None = None,
     ) -> None:
         super().__init__(name, sql, clock=clock, alarm=alarm)
+        self.projection = projection
         self.shards = shards
         self.runs = runs
         self.read_model = read_model

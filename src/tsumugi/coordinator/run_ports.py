@@ -54,3 +54,19 @@ class RunProjection(Protocol):
     async def upsert_runs(self, snapshots: Sequence[Mapping[str, object]]) -> None: ...
 
     async def upsert_run_nodes(self, snapshots: Sequence[Mapping[str, object]]) -> None: ...
+
+
+class RunProjectionBeside(Protocol):
+    """A run's projection made beside its coordinator, from the run's committed rows.
+
+    The local runtime's writer process reads the outbox rows the tick took, and their nodes, from the
+    run's file and upserts them there (ADR-0179); the tick awaits it, then deletes those rows, as after
+    its own upserts.
+    """
+
+    # F-35 step 7, F-84
+
+    async def project(self, last_seq: int) -> bool:
+        """Project the outbox rows up to ``last_seq``; False when it cannot be done here (no writer
+        process could start), and the run projects them itself."""
+        ...

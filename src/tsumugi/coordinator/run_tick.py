@@ -203,17 +203,26 @@ class RunTick:
     async def _project(self) -> bool:
         """Project the outbox into the read model; True when a full batch went out (more may be waiting)."""
         # F-35 step 7
-        batch = self.ctx.outbox.pending(self.ctx.name)
+        ctx = self.ctx
+        if ctx.projection is not None and ctx.read_model is not None:
+            last_seq, rows = ctx.outbox.take(PROJECT_BATCH)
+            if not rows:
+                return False
+            # ADR-0179: the rows taken are read from the run's file and written beside it.
+            if await ctx.projection.project(last_seq):
+                ctx.outbox.delete_through(last_seq)
+                return rows >= PROJECT_BATCH
+        batch = ctx.outbox.pending(ctx.name)
         if not batch.rows:
             return False
-        if self.ctx.read_model is not None:
+        if ctx.read_model is not None:
             # Nodes first: a reader that sees the run settled sees its nodes settled too, even where the
             # two writes land apart (D1, or the local writer thread, ADR-0152).
             if batch.nodes:
-                await self.ctx.read_model.upsert_run_nodes(batch.nodes)
+                await ctx.read_model.upsert_run_nodes(batch.nodes)
             if batch.runs:
-                await self.ctx.read_model.upsert_runs(batch.runs)
-        self.ctx.outbox.delete_through(batch.last_seq)
+                await ctx.read_model.upsert_runs(batch.runs)
+        ctx.outbox.delete_through(batch.last_seq)
         return batch.rows >= PROJECT_BATCH
 
     async def _notify_parent(self) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import operator
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Final, TypeAlias
 
 from tsumugi.core.json_types import JsonScalar
 from tsumugi.ports import SqlDatabase, SqlValue
@@ -97,24 +97,34 @@ class D1ReadModelWriter:
 
     async def upsert_runs(self, snapshots: Sequence[Mapping[str, object]]) -> None:
         if snapshots:
-            await self._db.batch([(UPSERT_RUN_SQL, run_row(s)) for s in snapshots])
+            await self._db.batch(run_statements(snapshots))
 
     async def upsert_run_nodes(self, snapshots: Sequence[Mapping[str, object]]) -> None:
-        if not snapshots:
-            return
-        statements: list[tuple[str, Sequence[SqlValue]]] = [
-            (UPSERT_RUN_NODE_SQL, run_node_row(s)) for s in snapshots
-        ]
-        waits = [s for s in snapshots if s.get("wait") is not None]
-        if waits:  # ADR-0155: the side table exists once a run has waited
-            statements.append((RUN_NODE_WAIT_DDL, ()))
-            statements += [(UPSERT_RUN_NODE_WAIT_SQL, run_node_wait_row(s)) for s in waits]
-        await self._db.batch(statements)
+        if snapshots:
+            await self._db.batch(run_node_statements(snapshots))
 
     async def delete_terminal_jobs(self, before_ms: int, limit: int) -> int:
         """Delete at most ``limit`` terminal job rows last updated before ``before_ms``."""
         # J-172
         return await self._db.run(SWEEP_JOBS_SQL, (*TERMINAL_JOB_STATES, before_ms, limit))
+
+
+Statements: TypeAlias = list[tuple[str, Sequence[SqlValue]]]
+
+
+def run_statements(snapshots: Sequence[Mapping[str, object]]) -> Statements:
+    """The upserts of run snapshots."""
+    return [(UPSERT_RUN_SQL, run_row(s)) for s in snapshots]
+
+
+def run_node_statements(snapshots: Sequence[Mapping[str, object]]) -> Statements:
+    """The upserts of node snapshots, and of what their waiting nodes wait for."""
+    statements: Statements = [(UPSERT_RUN_NODE_SQL, run_node_row(s)) for s in snapshots]
+    waits = [s for s in snapshots if s.get("wait") is not None]
+    if waits:  # ADR-0155: the side table exists once a run has waited
+        statements.append((RUN_NODE_WAIT_DDL, ()))
+        statements += [(UPSERT_RUN_NODE_WAIT_SQL, run_node_wait_row(s)) for s in waits]
+    return statements
 
 
 # ---------------------------------------------------------------------- metric points (M-1..M-5)

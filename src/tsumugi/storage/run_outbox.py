@@ -14,7 +14,7 @@ from typing import Final
 
 from tsumugi.core import wire_format
 from tsumugi.core.json_types import JsonObject
-from tsumugi.ports import SqlExecutor, SqlValue
+from tsumugi.ports import Row, SqlExecutor, SqlValue
 from tsumugi.storage.run_store import RunRow
 
 # F-25: the read model's view of a node, as (snapshot key, its expression over a node row ``{t}``).
@@ -71,10 +71,13 @@ MARKS_PER_INSERT: Final = 100  # one bound parameter a mark; Durable Object SQL 
 PROJECT_BATCH: Final = 200  # F-35 step 7: rows projected per tick; a longer backlog re-arms at once
 # A node mark leaves the snapshot column empty. Node rows an earlier version wrote carry a snapshot there;
 # they are projected from the node row too, like any mark.
-_PENDING: Final = (
+_JOINED: Final = (
     f"SELECT o.seq, o.kind, o.snapshot, o.target, {node_snapshot_select('n')} "
-    "FROM run_outbox o LEFT JOIN node n ON o.kind = 'node' AND n.id = o.target ORDER BY o.seq LIMIT ?"
+    "FROM run_outbox o LEFT JOIN node n ON o.kind = 'node' AND n.id = o.target"
 )
+_PENDING: Final = f"{_JOINED} ORDER BY o.seq LIMIT ?"
+_PENDING_THROUGH: Final = f"{_JOINED} WHERE o.seq <= ? ORDER BY o.seq LIMIT ?"
+_TAKE: Final = "SELECT seq, kind, target FROM run_outbox ORDER BY seq LIMIT ?"
 _NODE_AT: Final = 4  # where the node's snapshot starts in a _PENDING row, with its id
 
 
@@ -130,26 +133,23 @@ class RunOutbox:
 
         The nodes read are no longer waiting: a change after this read needs a mark of its own.
         """
-        batch = PendingProjection()
-        nodes: dict[str, JsonObject] = {}
         # Loaded now, not later: loaded while this batch is on its way, the set would hold its marks,
         # which the batch's delete then removes, and a change made meanwhile would be skipped.
+        return projection_of(run_id, self.sql.execute(_PENDING, [limit]), self._waiting_marks())
+
+    def take(self, limit: int = PROJECT_BATCH) -> tuple[int, int]:
+        """``(last seq, rows)`` of the oldest ``limit`` rows, for a projection made elsewhere from this
+        storage (``pending_through``); ``(0, 0)`` when the outbox is empty.
+
+        As in ``pending``, their nodes are no longer waiting, before the projection reads them: a change
+        made while it is on its way gets a mark of its own.
+        """
         waiting = self._waiting_marks()
-        for row in self.sql.execute(_PENDING, [limit]):
-            seq = int(row[0] or 0)
-            batch.last_seq, batch.rows = seq, batch.rows + 1
-            if row[1] == "run":  # the newest of the run's snapshots stands for the older ones
-                batch.runs = [{**wire_format.loads(str(row[2])), "seq": seq}]
-                continue
-            node_id = str(row[3])
-            waiting.discard(node_id)
-            if row[_NODE_AT] is not None:  # a node is only ever gone with its whole run (the sweep)
-                snapshot = snapshot_of_pairs(zip(NODE_SNAPSHOT_KEYS, row[_NODE_AT:], strict=True))
-                snapshot["run_id"], snapshot["seq"] = run_id, seq
-                nodes.pop(node_id, None)  # the newest mark stands for the older ones
-                nodes[node_id] = snapshot
-        batch.nodes = list(nodes.values())
-        return batch
+        rows = self.sql.execute(_TAKE, [limit])
+        for _, kind, target in rows:
+            if kind == "node":
+                waiting.discard(str(target))
+        return (int(rows[-1][0] or 0), len(rows)) if rows else (0, 0)
 
     def delete_through(self, seq: int) -> None:
         self.sql.execute("DELETE FROM run_outbox WHERE seq <= ?", [seq])
@@ -162,3 +162,32 @@ class RunOutbox:
             rows = self.sql.execute("SELECT target FROM run_outbox WHERE kind = 'node'")
             self._waiting = {str(row[0]) for row in rows}
         return self._waiting
+
+
+def pending_through(
+    sql: SqlExecutor, run_id: str, last_seq: int, limit: int = PROJECT_BATCH
+) -> PendingProjection:
+    """The outbox rows up to ``last_seq`` as ``RunOutbox.pending`` builds them, read by a projection
+    beside the run's coordinator, which took them with ``RunOutbox.take`` (ADR-0179)."""
+    return projection_of(run_id, sql.execute(_PENDING_THROUGH, [last_seq, limit]), set())
+
+
+def projection_of(run_id: str, rows: Iterable[Row], waiting: set[str]) -> PendingProjection:
+    """The snapshots of joined outbox rows (``_JOINED``), oldest first; their nodes leave ``waiting``."""
+    batch = PendingProjection()
+    nodes: dict[str, JsonObject] = {}
+    for row in rows:
+        seq = int(row[0] or 0)
+        batch.last_seq, batch.rows = seq, batch.rows + 1
+        if row[1] == "run":  # the newest of the run's snapshots stands for the older ones
+            batch.runs = [{**wire_format.loads(str(row[2])), "seq": seq}]
+            continue
+        node_id = str(row[3])
+        waiting.discard(node_id)
+        if row[_NODE_AT] is not None:  # a node is only ever gone with its whole run (the sweep)
+            snapshot = snapshot_of_pairs(zip(NODE_SNAPSHOT_KEYS, row[_NODE_AT:], strict=True))
+            snapshot["run_id"], snapshot["seq"] = run_id, seq
+            nodes.pop(node_id, None)  # the newest mark stands for the older ones
+            nodes[node_id] = snapshot
+    batch.nodes = list(nodes.values())
+    return batch

@@ -18,7 +18,7 @@ from tsumugi.coordinator.job_shard import JobShard
 from tsumugi.core.config import BindingConfig, RunSettings
 from tsumugi.core.json_types import JsonObject
 from tsumugi.ports import AlarmPort, SqlDatabase, SqlExecutor
-from tsumugi.runtimes.local.read_model_process import ShardFileProjection, WriterProcess
+from tsumugi.runtimes.local.read_model_process import RunFileProjection, ShardFileProjection, WriterProcess
 from tsumugi.runtimes.local.run_storage import MAX_CONNECTED_RUNS, ConnectionBudget, DeferredSqliteExecutor
 from tsumugi.runtimes.local.serial_coordinators import CoordinatorFactory
 from tsumugi.runtimes.local.sql_database import SqliteDatabase, apply_migrations
@@ -105,6 +105,10 @@ class EngineWiring:
         def run(name: str, sql: SqlExecutor, alarm: AlarmPort) -> RunCoordinator:
             from tsumugi.coordinator.run import RunCoordinator  # imported on first use: see the module's note
 
+            projection = None
+            # ADR-0179: the writer process projects a run from its file; one a test wrapped projects itself.
+            if self._writer_process is not None and type(sql) is DeferredSqliteExecutor:
+                projection = RunFileProjection(self._writer_process, str(sql.path), name)
             return RunCoordinator(
                 name,
                 sql,
@@ -118,6 +122,7 @@ class EngineWiring:
                 shards_of=shards_of,
                 storage_exists=sql.exists if isinstance(sql, DeferredSqliteExecutor) else None,
                 binding_settings=binding_settings,
+                projection=projection,
             )
 
         def scheduler(name: str, sql: SqlExecutor, alarm: AlarmPort) -> Scheduler:

@@ -10,7 +10,10 @@ past which a commit checkpoints> <directory holding the tsumugi package>``. A re
 - ``"project"``, ``(shard file, limit, cutoff)``: reads the shard's due jobs from its file, as its
   coordinator would (``ProjectionOutbox.collect``), upserts them and answers the ``ProjectedJobs`` the
   coordinator clears (ADR-0171); their metric points wait for
-- ``"points"``, shard file: writes the points of that shard's last projection, answers how many.
+- ``"points"``, shard file: writes the points of that shard's last projection, answers how many;
+- ``"project_run"``, ``(run file, run id, last seq)``: reads the run's outbox rows up to that ``seq``
+  from its file, as its coordinator would (``run_outbox.pending_through``), and upserts their nodes,
+  then the run, in one transaction (ADR-0179); answers how many rows it read.
 
 The answer, a frame too, is ``(None, value)`` or ``((sqlite3 error class, message, error code),
 None)``. The process ends when stdin closes, after answering every request it read. Only a projection
@@ -33,7 +36,7 @@ if TYPE_CHECKING:  # the process itself imports the package only to project (``W
 HEAD: Final = 4  # bytes of a frame's length
 PAGE_CACHE_KIB: Final = 65_536  # 64 MiB, here and on the runtime's connection: hot indexes at 1M rows
 BUSY_TIMEOUT_MS: Final = 5_000  # as ``sqlite_files``' (no package imports here): the cron sweep's write
-OPEN_SHARDS: Final = 64  # shard files kept open between projections; the least recently used closes
+OPEN_FILES: Final = 64  # shard and run files kept open between projections; the least recently used closes
 T = TypeVar("T")
 Statements: TypeAlias = "list[tuple[str, Sequence[SqlValue]]]"
 
@@ -66,12 +69,12 @@ def run_batch(conn: sqlite3.Connection, statements: Iterable[tuple[str, Iterable
         raise
 
 
-class _ShardReads:
-    """A shard's file as ``ProjectionOutbox`` reads it here: ``execute`` only (``SqlExecutor``'s writes
-    refuse), each projection's reads in one read transaction, so that they see one state of the shard."""
+class _FileReads:
+    """A shard's or a run's file as its outbox reads it here: ``execute`` only (``SqlExecutor``'s writes
+    refuse), each projection's reads in one read transaction, so that they see one state of the file."""
 
     def __init__(self, path: str) -> None:
-        # mode=rw: a shard's file that is gone is an error, never a new empty file
+        # mode=rw: a file that is gone is an error, never a new empty file
         uri = "file:" + path.replace("%", "%25").replace("?", "%3f").replace("#", "%23") + "?mode=rw"
         self.conn = sqlite3.connect(uri, uri=True, isolation_level=None)
         self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
@@ -82,7 +85,7 @@ class _ShardReads:
         return rows
 
     def execute_many(self, sql: str, rows: Iterable[Sequence[SqlValue]]) -> None:
-        raise sqlite3.OperationalError("the writer process only reads a shard's file")
+        raise sqlite3.OperationalError("the writer process only reads a coordinator's file")
 
     def transaction(self, fn: Callable[[], T]) -> T:
         self.conn.execute("BEGIN")
@@ -93,12 +96,12 @@ class _ShardReads:
 
 
 class Writer:
-    """The requests' work on the read model's connection, and the shard files projections read."""
+    """The requests' work on the read model's connection, and the coordinators' files projections read."""
 
     def __init__(self, conn: sqlite3.Connection, package_dir: str) -> None:
         self.conn = conn
         self._package_dir = package_dir
-        self._shards: dict[str, _ShardReads] = {}  # oldest use first
+        self._files: dict[str, _FileReads] = {}  # oldest use first
         self._points: dict[str, Statements] = {}  # by shard, until "points"
         self._metrics_ddl: Sequence[str] = ()
         self._metrics_table = False
@@ -113,20 +116,18 @@ class Writer:
             return self._project(shard_file, limit, changed_before_ms)
         if kind == "points":
             return self._write_points(cast("str", body))
+        if kind == "project_run":
+            run_file, run_id, last_seq = cast("tuple[str, str, int]", body)
+            return self._project_run(run_file, run_id, last_seq)
         run_batch(self.conn, cast("Statements", body))
         return 0
 
     def _project(self, shard_file: str, limit: int, changed_before_ms: int) -> object:
-        if self._package_dir not in sys.path:
-            sys.path.insert(0, self._package_dir)
+        self._import_package()
         from tsumugi.storage import read_model_writer as rm  # only a projection needs them
         from tsumugi.storage.projection_outbox import ProjectionOutbox
 
-        reads = self._shards.pop(shard_file, None) or _ShardReads(shard_file)
-        self._shards[shard_file] = reads
-        if len(self._shards) > OPEN_SHARDS:
-            oldest = next(iter(self._shards))
-            self._shards.pop(oldest).conn.close()
+        reads = self._reads(shard_file)
         outbox = ProjectionOutbox(reads)
         batch = reads.transaction(lambda: outbox.collect(limit, changed_before_ms))
         present = batch.present()
@@ -135,6 +136,32 @@ class Writer:
         self._points[shard_file] = rm.point_statements(present)
         self._metrics_ddl = rm.METRICS_DDL
         return batch.projected()
+
+    def _project_run(self, run_file: str, run_id: str, last_seq: int) -> int:
+        self._import_package()
+        from tsumugi.storage import read_model_writer as rm
+        from tsumugi.storage.run_outbox import pending_through
+
+        reads = self._reads(run_file)
+        batch = reads.transaction(lambda: pending_through(reads, run_id, last_seq))
+        # Nodes first, as the coordinator writes them: in one transaction here, so a reader sees both.
+        statements = rm.run_node_statements(batch.nodes) + rm.run_statements(batch.runs)
+        if statements:
+            run_batch(self.conn, statements)
+        return batch.rows
+
+    def _import_package(self) -> None:
+        if self._package_dir not in sys.path:
+            sys.path.insert(0, self._package_dir)
+
+    def _reads(self, path: str) -> _FileReads:
+        """The read-only connection to a coordinator's file, the most recently used of those kept open."""
+        reads = self._files.pop(path, None) or _FileReads(path)
+        self._files[path] = reads
+        if len(self._files) > OPEN_FILES:
+            oldest = next(iter(self._files))
+            self._files.pop(oldest).conn.close()
+        return reads
 
     def _write_points(self, shard_file: str) -> int:
         points = self._points.pop(shard_file, [])
@@ -146,8 +173,8 @@ class Writer:
         return len(points) - 1  # the prune is the last statement
 
     def close(self) -> None:
-        for reads in self._shards.values():
-            reads.conn.close()  # after the runtime's: the last close of a shard's file removes its log
+        for reads in self._files.values():
+            reads.conn.close()  # after the runtime's: the last close of a file removes its log
         self.conn.close()
 
 

@@ -153,6 +153,14 @@ class WriterProcess:
             return None
         return self._send("project", (shard_file, limit, changed_before_ms))
 
+    async def project_run(self, run_file: str, run_id: str, last_seq: int) -> bool:
+        """Have the child read the run's outbox rows up to ``last_seq`` from ``run_file`` and upsert them
+        (ADR-0179), and await it; False when no child can be started."""
+        if not await self._ready():
+            return False
+        await self._ask("project_run", (run_file, run_id, last_seq))
+        return True
+
     def write_points(self, shard_file: str) -> asyncio.Future[object] | None:
         """Ask the child to write the metric points of the shard's last projection; its answer is how
         many. None when no child runs: they were lost with the one that held them (at most once)."""
@@ -334,6 +342,20 @@ class ShardFileProjection:
             return
         if written is not None:
             written.add_done_callback(_log_points_failure)
+
+
+class RunFileProjection:
+    """``RunProjectionBeside`` of one run by the writer process, which reads the run's file (ADR-0179)."""
+
+    # F-35 step 7, F-84
+
+    def __init__(self, writer: WriterProcess, run_file: str, run_id: str) -> None:
+        self._writer = writer
+        self._file = run_file
+        self._run_id = run_id
+
+    async def project(self, last_seq: int) -> bool:
+        return await self._writer.project_run(self._file, self._run_id, last_seq)
 
 
 def _log_points_failure(written: asyncio.Future[object]) -> None:
