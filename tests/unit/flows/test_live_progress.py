@@ -110,3 +110,29 @@ def test_limit_and_skip_pick_the_first_decisions_in_node_order() -> None:
 
 def _fields(node: NodeView) -> dict[str, Any]:
     return node._asdict()
+
+
+def test_nodes_deciding_again_behind_many_started_ones_come_back_in_node_order() -> None:
+    # F-35, F-24: after many of a wide fan-out's children started, a resumed child and a cancellation's
+    # decisions are still taken in node order, as the pure function orders them
+    container = NodeView("each", "RUNNING", container=True)
+    kids = [NodeView(f"each:{i:03}", "PENDING", parent="each", origin="fanOut") for i in range(300)]
+    nodes = {node.id: node for node in [container, *kids]}
+    live = live_progress_of([(0, container)])
+    live.add_children("each", ((1, kid) for kid in kids))
+
+    def move(node_ids: list[str], state: str) -> None:
+        live.set_states((node_id, state) for node_id in node_ids)
+        nodes.update((node_id, nodes[node_id].with_state(state)) for node_id in node_ids)
+
+    move([d.id for d in live.decisions(halting=False, limit=100)], "SCHEDULED")  # a third started
+    assert live.decisions(halting=False, limit=1)[0].id == "each:100"
+    move(["each:050"], "PENDING")  # resumed
+    assert [d.id for d in live.decisions(halting=False, limit=2)] == ["each:050", "each:100"]
+    _agree(live, list(nodes.values()), cancelling=False, expired=False)
+    move([d.id for d in live.decisions(halting=False, limit=151)], "SCHEDULED")  # most started
+    assert live.decisions(halting=False, limit=1)[0].id == "each:250"
+    move(["each:007"], "PENDING")
+    assert [d.id for d in live.decisions(halting=False, limit=2)] == ["each:007", "each:250"]
+    _agree(live, list(nodes.values()), cancelling=False, expired=False)
+    _agree(live, list(nodes.values()), cancelling=True, expired=False)

@@ -5,12 +5,15 @@ tick. ``LiveProgress`` holds the same per-node flags (settled, succeeded, failed
 counters over each node's children, changes them only along the parent chain of a node that moved,
 and re-decides only the dirty nodes: the node itself, its parent and the nodes that depend on it.
 Decisions come from ``advance.decide``, so both paths share one rule table.
+
+The nodes holding a decision are kept in node order as a list that is only appended to and sorted when
+read: a node whose decision goes stays in it until the list is compacted, and reading starts past the
+run of such nodes at its front (the nodes that started first).
 """
 # F-30, F-31
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
@@ -45,7 +48,11 @@ class LiveProgress:
         self._flags: dict[str, tuple[bool, bool, bool]] = {}
         self._dirty: set[str] = set()
         self._decisions: dict[str, Decision] = {}
-        self._order: list[tuple[int, str]] = []  # (seq, id) of nodes holding a decision, ascending (F-24)
+        # (seq, id) of every node holding a decision, ascending (F-24), and of some that no longer do.
+        self._order: list[tuple[int, str]] = []
+        self._listed: set[str] = set()  # the ids in ``_order``
+        self._sorted = True  # whether ``_order`` is in order: false after an append
+        self._head = 0  # ``_order`` before this index holds no decision
         self._halting = False
         self.unsettled_roots = 0
         self.failed_roots = 0
@@ -102,15 +109,21 @@ class LiveProgress:
 
     def set_states(self, moves: Iterable[tuple[str, str]]) -> None:
         """``(node id, new state)`` for each node that moved; an unknown id is ignored."""
-        by_id = self.by_id
+        by_id, kids, dirty = self.by_id, self._kids, self._dirty
         for node_id, state in moves:
             node = by_id.get(node_id)
             if node is None or node.state == state:
                 continue
-            was = node.state  # F-26: the counters, as ``_count`` keeps them, without a call per node
+            was = node.state
+            by_id[node_id] = node.with_state(state)
+            if state not in TERMINAL_NODE_STATES and was not in TERMINAL_NODE_STATES and node_id not in kids:
+                # Between two unfinished states (PENDING to SCHEDULED) a node without children keeps its
+                # flags and the counters: only its own decision can change.
+                dirty.add(node_id)
+                continue
+            # F-26: the counters, as ``_count`` keeps them, without a call per node
             self.done += (state in TERMINAL_NODE_STATES) - (was in TERMINAL_NODE_STATES)
             self.failed_count += (state in COUNTED_FAILED_NODE_STATES) - (was in COUNTED_FAILED_NODE_STATES)
-            by_id[node_id] = node.with_state(state)
             self._refresh(node_id, was_present=True)
 
     def _count(self, state: str, delta: int) -> None:
@@ -160,12 +173,17 @@ class LiveProgress:
     ) -> list[Decision]:
         """The first ``limit`` current decisions in node order that ``skip`` does not reject."""
         self._flush(halting)
+        order, current = self._ordered(), self._decisions
+        head = self._head
+        while head < len(order) and order[head][1] not in current:
+            head += 1  # those nodes decided nothing since: the next read starts past them
+        self._head = head
         picked: list[Decision] = []
-        for _, node_id in self._order:
+        for index in range(head, len(order)):
             if len(picked) >= limit:
                 break
-            decision = self._decisions[node_id]
-            if not skip(decision):
+            decision = current.get(order[index][1])
+            if decision is not None and not skip(decision):
                 picked.append(decision)
         return picked
 
@@ -186,26 +204,46 @@ class LiveProgress:
         if halting != self._halting:
             self._halting = halting
             self._dirty.update(self.by_id)  # cancellation or expiry touches every node at once
+        by_id, all_kids, current = self.by_id, self._kids, self._decisions
         for node_id in self._dirty:
-            node = self.by_id.get(node_id)
+            node = by_id.get(node_id)
             if node is None:
                 continue
-            kids = self._kids.get(node_id)
-            decision = decide(node, self, halting=halting, kids_settled=kids is None or kids.unsettled == 0)
-            self._place(node_id, decision)
+            if node.state != "PENDING" and not (halting or node.container):
+                decision = None  # what ``decide`` answers for it, without the call
+            else:
+                kids = all_kids.get(node_id)
+                decision = decide(
+                    node, self, halting=halting, kids_settled=kids is None or kids.unsettled == 0
+                )
+            if decision is None:
+                current.pop(node_id, None)  # its entry in ``_order`` stays, until compacted
+            else:
+                self._place(node_id, decision)
         self._dirty.clear()
 
-    def _place(self, node_id: str, decision: Decision | None) -> None:
-        key = (self._seq[node_id], node_id)
-        had = node_id in self._decisions
-        if decision is None:
-            if had:
-                del self._decisions[node_id]
-                del self._order[bisect.bisect_left(self._order, key)]
-            return
+    def _place(self, node_id: str, decision: Decision) -> None:
+        if node_id not in self._decisions and node_id in self._listed:
+            self._head = 0  # a node decides again; its entry may lie before the head
         self._decisions[node_id] = decision
-        if not had:
-            bisect.insort(self._order, key)
+        if node_id not in self._listed:
+            self._listed.add(node_id)
+            self._order.append((self._seq[node_id], node_id))
+            self._sorted = False
+
+    def _ordered(self) -> list[tuple[int, str]]:
+        """``_order`` sorted, and compacted once most of its entries no longer hold a decision."""
+        order = self._order
+        if len(order) > 2 * len(self._decisions) + 64:
+            current = self._decisions
+            order = self._order = [key for key in order if key[1] in current]
+            self._listed = {node_id for _, node_id in order}
+            self._head = 0
+        if not self._sorted:
+            order.sort()
+            self._sorted = True
+            self._head = 0
+        return order
 
 
 def live_progress_of(nodes: Iterable[tuple[int, NodeView]]) -> LiveProgress:
