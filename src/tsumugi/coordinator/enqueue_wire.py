@@ -26,6 +26,9 @@ EnqueueItem: TypeAlias = Mapping[str, object]
 DEFAULT_BACKOFF_TEXT: Final = wire_format.dumps(DEFAULT_BACKOFF)  # encoded once, not per job (ADR-0105)
 # An input with only these keys leaves every option at its default (ADR-0120).
 PLAIN_KEYS: Final = frozenset({"binding", "payload"})
+# A run's node job carries its payload as the JSON text the run stored at expansion, instead of
+# ``payload``: the shard stores it as it is (ADR-0179). Only coordinators send it; clients cannot.
+PAYLOAD_TEXT_KEY: Final = "payloadJson"
 
 
 def number(value: object, key: str) -> int | float:
@@ -75,6 +78,20 @@ def mapping(item: EnqueueItem, key: str) -> Mapping[str, object]:
     raise EnqueueError(f"{key} must be an object, got {value!r}")
 
 
+def payload_text(item: EnqueueItem) -> str:
+    """The stored payload JSON of an input: its ``payloadJson`` as given, else its ``payload`` encoded;
+    either way within the payload limit (ADR-0133)."""
+    given = item.get(PAYLOAD_TEXT_KEY)
+    if given is None:
+        stored = _payload_text(item.get("payload"))
+    elif isinstance(given, str):
+        stored = given
+    else:
+        raise EnqueueError(f"{PAYLOAD_TEXT_KEY} must be a string, got {given!r}")
+    wire_format.check_payload_text(stored)
+    return stored
+
+
 def _payload_text(payload: object) -> str:
     """The stored payload JSON; an unserializable payload fails the enqueue."""
     # J-27
@@ -93,7 +110,7 @@ def new_job_row(job_id: str, item: EnqueueItem, now_ms: int, template: JobRow) -
     # J-30
     row = template.copy()
     row["id"] = job_id
-    row["payload"] = _payload_text(item.get("payload"))
+    row["payload"] = payload_text(item)
     if item.keys() <= PLAIN_KEYS:
         return row  # nothing but binding and payload: every option is the default (ADR-0120)
     run_at = maybe_int(item, "runAt")

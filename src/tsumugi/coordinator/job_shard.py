@@ -20,10 +20,12 @@ from tsumugi.coordinator import lifecycle_log, shard_projection, shard_tick
 from tsumugi.coordinator.context import TICK_RETRY_MS, ShardContext, log
 from tsumugi.coordinator.enqueue_wire import (
     DEFAULT_BACKOFF_TEXT,
+    PAYLOAD_TEXT_KEY,
     PLAIN_KEYS,
     EnqueueItem,
     new_job_row,
     opt_int,
+    payload_text,
     text,
 )
 from tsumugi.coordinator.job_transitions import apply_report, apply_reports
@@ -52,7 +54,7 @@ if TYPE_CHECKING:
 DEFAULT_UNIQUE_FOR_MS: Final = 86_400_000  # 24 h reservation (5.2)
 # A run's job node: a given id and the run it belongs to, every other option at its default. The
 # partition key only chose the shard.
-_NODE_KEYS: Final = PLAIN_KEYS | {"id", "runId", "nodeId", "partitionKey"}
+_NODE_KEYS: Final = PLAIN_KEYS | {"id", "runId", "nodeId", "partitionKey", PAYLOAD_TEXT_KEY}
 
 
 class JobShard(ShardControls):
@@ -319,7 +321,7 @@ def _enqueue_nodes(
     seen = ctx.lookups.existing([job_id for job_id in given if job_id])
     fresh_ids = iter(wire_format.new_local_ids(given.count(None) + given.count("")))
     out: list[str] = []
-    created: list[tuple[str, object, str | None, str | None]] = []
+    rows: list[tuple[str, str, str | None, str | None]] = []
     for item, given_id in zip(inputs, given, strict=True):
         job_id = given_id or id_prefix + next(fresh_ids)
         out.append(job_id)
@@ -328,17 +330,13 @@ def _enqueue_nodes(
                 outcomes.append(EnqueueOutcome(job_id, "existing"))
             continue
         seen.add(job_id)
-        created.append((job_id, item.get("payload"), text(item, "runId"), text(item, "nodeId")))
+        # ADR-0179: the payload's text as the run stored it, checked as every payload is
+        rows.append((job_id, payload_text(item), text(item, "runId"), text(item, "nodeId")))
         if outcomes is not None:
             outcomes.append(EnqueueOutcome(job_id, "created", now_ms))
-    payloads = _payload_texts([payload for _, payload, _, _ in created])
     ready, lane_at = scheduled_lane(now_ms, DEFAULT_PRIORITY, now_ms)
-    rows = [
-        (job_id, text_, run_id, node_id)
-        for (job_id, _, run_id, node_id), text_ in zip(created, payloads, strict=True)
-    ]
     ctx.jobs.insert_uniform(template, ready, lane_at, rows, ("run_id", "node_id"))
-    _scheduled(ctx, len(created))
+    _scheduled(ctx, len(rows))
     return out
 
 
@@ -358,8 +356,8 @@ def _payload_texts(payloads: list[object]) -> list[str]:
         texts = [wire_format.dumps(payload) for payload in payloads]
     except (TypeError, ValueError, RecursionError) as exc:  # the client's words (core/options)
         raise EnqueueError(f"payload must be JSON-serializable: {exc}") from None
-    for payload_text in texts:
-        check_payload_text(payload_text)  # ADR-0133: the same limit as every other enqueue path
+    for stored in texts:
+        check_payload_text(stored)  # ADR-0133: the same limit as every other enqueue path
     return texts
 
 

@@ -7,15 +7,17 @@ written at once; starts reserve their job id and are collected, then enqueued to
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, TypeAlias
 
+from tsumugi.coordinator.enqueue_wire import PAYLOAD_TEXT_KEY
 from tsumugi.coordinator.run_ports import RunPeers
 from tsumugi.core import wire_format
 from tsumugi.core.flow.advance import Decision, DecisionType
 from tsumugi.core.flow.building import (
     WHEN_FALSE,
+    ChildDraft,
     build_deps,
     build_job,
     expand_fan_out,
@@ -187,7 +189,7 @@ class DecisionApplier:
         if spec.collect and len(drafts) > MAX_COLLECTED_CHILDREN:
             self._fail(node.id, collect_limit_error(node.id))
             return
-        children = [child_row(d.id, d.binding, d.payload, d.options) for d in drafts]
+        children = child_rows(drafts)
         inserted = self.store.insert_children(node.id, "fanOut", children, self.store.next_seq(), self.now_ms)
         self.work.touched.update(inserted)
         self._write(node.id, state="RUNNING")
@@ -215,9 +217,12 @@ class DecisionApplier:
 
     @staticmethod
     def _dynamic_job(node: NodeRow) -> NodeJob:
-        """A fan-out or spawned child's job: its options and payload as they were frozen."""
+        """A fan-out or spawned child's job: its options and payload as they were frozen.
+
+        The payload goes as the JSON text stored at expansion, which the shard stores as it is.
+        """
         job: NodeJob = wire_format.loads(node.options) if node.options not in (None, "", NO_OPTIONS) else {}
-        job["payload"] = wire_format.loads(node.payload) if node.payload is not None else None
+        job[PAYLOAD_TEXT_KEY] = node.payload if node.payload is not None else "null"
         return job
 
     def _static_job(self, node: NodeRow) -> NodeJob | None:
@@ -316,6 +321,19 @@ def child_row(node_id: str, binding: str, payload: object, options: Mapping[str,
     # F-49, F-56
     frozen = wire_format.dumps(dict(options)) if options else NO_OPTIONS
     return ChildRow(node_id, binding, wire_format.dumps(payload), frozen)
+
+
+def child_rows(drafts: Iterable[ChildDraft]) -> list[ChildRow]:
+    """``child_row`` of each fan-out child; the options children share are encoded once."""
+    rows: list[ChildRow] = []
+    shared: Mapping[str, object] | None = None
+    frozen = NO_OPTIONS
+    for draft in drafts:
+        if draft.options is not shared:
+            shared = draft.options
+            frozen = wire_format.dumps(dict(shared)) if shared else NO_OPTIONS
+        rows.append(ChildRow(draft.id, draft.binding, wire_format.dumps(draft.payload), frozen))
+    return rows
 
 
 def static_row(entry: JsonMapping, seq: int, now_ms: int) -> dict[str, SqlValue]:

@@ -10,14 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from tsumugi.coordinator.context import ShardContext
-from tsumugi.coordinator.enqueue_wire import EnqueueItem, mapping, maybe_int, required_int, text
+from tsumugi.coordinator.enqueue_wire import EnqueueItem, mapping, maybe_int, payload_text, required_int, text
 from tsumugi.coordinator.job_transitions import to_scheduled
 from tsumugi.core import enqueue_keys as keys
-from tsumugi.core import wire_format
 from tsumugi.core.enqueue_keys import ThrottleDecision
 from tsumugi.core.enqueue_outcome import EnqueueOutcome
 from tsumugi.core.states import JobState
-from tsumugi.core.wire_format import check_payload_text
 from tsumugi.storage.enqueue_key_tables import DebounceKeys, ThrottleKeys
 from tsumugi.storage.job_rows import JobRow, scheduled_lane
 
@@ -86,8 +84,7 @@ class KeyedEnqueue:
         """Give this payload to the key's waiting job and push its run_after; None when no window is open."""
         now = self.now_ms
         debounce_ms = required_int(item, "debounceMs")
-        payload = wire_format.dumps(item.get("payload"))
-        check_payload_text(payload)  # ADR-0133: the same limit as a new job's payload
+        payload = payload_text(item)  # ADR-0133: within the same limit as a new job's payload
         opened = self._opened.get(key)
         if opened is not None:  # opened earlier in this batch: the row is still in memory
             index, max_at = opened

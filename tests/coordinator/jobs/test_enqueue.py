@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tsumugi.coordinator.shard_tick import FIRST_PROJECTION_DELAY_MS
 from tsumugi.core.wire_format import parse_job_id
+from tsumugi.errors import EnqueueError, PayloadTooLargeError
 
 from .conftest import START, Harness
 
@@ -156,3 +159,26 @@ async def test_run_node_inputs_write_the_rows_the_full_path_writes(h: Harness) -
     )
     assert (payload, node_id) == ('{"n":2}', "each:2")
     assert stored(node(1)["id"])["run_id"] == "WIDE:r1"
+
+
+async def test_a_run_node_payload_given_as_its_stored_text_is_kept_as_it_is(h: Harness) -> None:
+    # F-36, ADR-0179: a run sends a child's payload as the JSON text it froze at expansion; the short and
+    # the full path store that text, and the payload limit still holds for it
+    def node(n: int, payload_json: object, **extra: Any) -> dict[str, Any]:
+        return {"binding": "MAIL", "payloadJson": payload_json, "id": f"MAIL#0:text{n:020}", "runId": "W:r",
+                "nodeId": f"each:{n}", "partitionKey": "W:r", **extra}  # fmt: skip
+
+    short, full = '{"b":1,"a":[2.5,"é"]}', '{"n":null}'
+    await h.shard.enqueue_many([node(1, short)])
+    await h.shard.enqueue_many([node(2, full, priority=None)])
+    stored = dict(h.shard.ctx.sql.execute("SELECT id, payload FROM job"))
+    assert stored == {node(1, "")["id"]: short, node(2, "")["id"]: full}
+    [message] = [m for m in await h.tick() if m["jobId"] == node(1, "")["id"]]
+    assert message["payload"] == {"b": 1, "a": [2.5, "é"]}
+    too_large = '"' + "x" * 1_048_576 + '"'
+    for extra in ({}, {"priority": None}):
+        with pytest.raises(PayloadTooLargeError):
+            await h.shard.enqueue_many([node(3, too_large, **extra)])
+        with pytest.raises(EnqueueError, match="payloadJson must be a string"):
+            await h.shard.enqueue_many([node(4, {"n": 1}, **extra)])
+    assert len(h.shard.ctx.sql.execute("SELECT id FROM job")) == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -46,7 +47,10 @@ class FakeShard:
             raise RuntimeError("shard unavailable")
         self.enqueue_calls += 1
         for job in inputs:
-            self.jobs.setdefault(job["id"], dict(job))
+            stored = dict(job)
+            if "payloadJson" in stored:  # a node's payload as the run stored it: the shard keeps that text
+                stored["payload"] = json.loads(stored.pop("payloadJson"))
+            self.jobs.setdefault(job["id"], stored)
         return [job["id"] for job in inputs]
 
     async def cancel(self, job_id: str) -> dict[str, Any]:

@@ -9,21 +9,20 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from tsumugi.core.config import backoff_from
-from tsumugi.core.flow.ids import child_node_id
-from tsumugi.core.flow.model import JOB_OPTION_KEYS, NodeSpec, call_mapper
+from tsumugi.core.flow.ids import CHILD_SEPARATOR, child_node_id
+from tsumugi.core.flow.model import JOB_OPTION_KEYS, NodeSpec, call_mapper, mapper
 from tsumugi.errors import InvalidConfigError
 
 DepValue = Callable[[str], object]  # node id -> what a dependent sees for it (F-42)
 WHEN_FALSE: Final = "when condition was false"  # T-6: the reason written for a when-skip (ADR-0070)
 
 
-@dataclass(frozen=True, slots=True)
-class ChildDraft:
-    """A fan-out child before insertion: payload and options are frozen now."""
+class ChildDraft(NamedTuple):
+    """A fan-out child before insertion: payload and options are frozen now (a tuple: a fan-out makes
+    one per item; children without a concurrency key of their own share one ``options``)."""
 
     # F-49, F-52
 
@@ -31,7 +30,7 @@ class ChildDraft:
     key: str
     binding: str
     payload: object
-    options: dict[str, object]
+    options: Mapping[str, object]
 
 
 def build_deps(spec: NodeSpec, dep_value: DepValue) -> dict[str, object]:
@@ -92,20 +91,28 @@ def expand_fan_out(spec: NodeSpec, flow_input: object, deps: Mapping[str, object
     if not isinstance(over, Iterable):
         raise TypeError(f"'{type(over).__name__}' object is not iterable")  # what list() would say
     items = list(over)
-    options = static_options(spec)
+    options: Mapping[str, object] = static_options(spec)
+    concurrency_key = spec.concurrency_key
+    key_of = mapper(spec.key) if spec.key is not None else None
+    child_key_of = mapper(concurrency_key) if callable(concurrency_key) else None
+    if concurrency_key is not None and child_key_of is None:
+        options = {**options, "concurrencyKey": concurrency_key}
+    input_of = mapper(spec.input)
+    prefix = spec.id + CHILD_SEPARATOR
     drafts: dict[str, ChildDraft] = {}
     for index, item in enumerate(items):
-        key = str(call_mapper(spec.key, item, index)) if spec.key is not None else str(index)
-        child_id = child_node_id(spec.id, key)
+        if key_of is None:
+            key = str(index)
+            child_id = prefix + key  # digits only: always a valid key (F-3)
+        else:
+            key = str(key_of(item, index))
+            child_id = child_node_id(spec.id, key)
         if child_id in drafts:
             continue
-        child_options = dict(options)
-        ckey = spec.concurrency_key
-        if callable(ckey):
-            child_options["concurrencyKey"] = call_mapper(ckey, item, index)
-        elif ckey is not None:
-            child_options["concurrencyKey"] = ckey
-        payload = call_mapper(spec.input, item, flow_input, index)
+        child_options = options
+        if child_key_of is not None:
+            child_options = {**options, "concurrencyKey": child_key_of(item, index)}
+        payload = input_of(item, flow_input, index)
         drafts[child_id] = ChildDraft(child_id, key, spec.binding, payload, child_options)
     return list(drafts.values())
 

@@ -181,3 +181,11 @@ def call_mapper(fn: Callable[..., object], *args: object) -> object:
     """Call a mapping function with only as many arguments as it declares."""
     arity = positional_arity(fn)
     return fn(*(args if arity is None else args[:arity]))
+
+
+def mapper(fn: Callable[..., object]) -> Callable[..., object]:
+    """``call_mapper`` for one function called many times: its arity is looked up once."""
+    arity = positional_arity(fn)
+    if arity is None:
+        return fn
+    return lambda *args: fn(*args[:arity])
