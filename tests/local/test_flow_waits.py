@@ -87,7 +87,12 @@ async def test_a_sleep_survives_a_restart_and_completes_when_its_time_comes(tmp_
         run_id = await APP.start(first.env, "SLEEPY", {"order": 7}, id="s1")
         nap = await waiting_node(client, run_id, "cool_down")
         assert (nap["wait"], nap["wake_at"], nap["job_id"]) == ("sleep", START + HOUR, None)
-        assert first.alarms.get(f"runs/{run_id}") == START + HOUR  # the run's alarm, no job of its own
+
+        # The run's alarm, no job of its own; armed once the tick that listed the node has ended.
+        async def armed() -> bool:
+            return first.alarms.get(f"runs/{run_id}") == START + HOUR
+
+        await until(armed, "the run's alarm at the end of the sleep")
     clock.advance(HOUR)
     async with runtime(tmp_path / "state", clock) as second, rest_client(APP.asgi(second.env)) as client:
         await second.alarms.fire_due()

@@ -59,7 +59,7 @@ class TickWork:
 
     jobs: dict[str, list[NodeJob]] = field(default_factory=dict)
     job_nodes: list[str] = field(default_factory=list)
-    job_ids: dict[str, str] = field(default_factory=dict)  # node id -> job id reserved this tick
+    job_ids: dict[str, str] = field(default_factory=dict)  # node id -> job id reserved, not yet stored
     child_starts: list[ChildStart] = field(default_factory=list)
     touched: set[str] = field(default_factory=set)
 
@@ -105,9 +105,18 @@ class DecisionApplier:
             await self._cancel(node, cancelling, expired)
 
     def apply_all(self, decisions: Sequence[Decision], rows: Mapping[str, NodeRow]) -> None:
-        """``apply_at_once`` for each decision, with its node's row from ``rows`` where it is there."""
+        """``apply_at_once`` for each decision, with its node's row from ``rows`` where it is there; then
+        store the job ids reserved so far, in the same transaction as the round."""
         for decision in decisions:
             self.apply_at_once(decision, rows.get(decision.id))
+        self.store_job_ids()
+
+    def store_job_ids(self) -> None:
+        """Store the job ids reserved and not stored yet (F-41: before the enqueue)."""
+        work = self.work
+        if work.job_ids:
+            self.store.set_job_ids(work.job_ids, self.now_ms)
+            work.job_ids = {}
 
     def apply_at_once(self, decision: Decision, node: NodeRow | None = None) -> None:
         """``apply`` for any decision but a cancellation, the one that waits for another coordinator."""

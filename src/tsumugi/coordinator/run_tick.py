@@ -73,7 +73,7 @@ class RunTick:
             work = applier.work
             self._wake(work)
             deferred = await self._decide(applier, handled)
-            await self._dispatch(work)
+            await self._dispatch(applier)
         run, pending = self.decisions(1)
         busy, fresh = bool(pending), bool(self.decisions(1, handled)[1])
         state = self.ctx.store.live().state(cancelling=bool(run.cancelling), expired=bool(run.expired))
@@ -148,12 +148,14 @@ class RunTick:
                 return True
         return False
 
-    async def _dispatch(self, work: TickWork) -> None:
+    async def _dispatch(self, applier: DecisionApplier) -> None:
         """Enqueue every job, start every child run, then mark what started."""
         # F-35 steps 4-5
-        store = self.ctx.store
-        # F-41: the ids are stored, and committed, before the enqueue.
-        self.ctx.transaction(functools.partial(store.set_job_ids, work.job_ids, self.now))
+        store, work = self.ctx.store, applier.work
+        # F-41: the ids are stored, and committed, before the enqueue: a round of decisions stores its own
+        # with it; those a round with a cancellation reserved, here.
+        if work.job_ids:
+            self.ctx.transaction(applier.store_job_ids)
         for shard, inputs in work.jobs.items():
             await self.ctx.shards.get(shard).enqueue_many(inputs, self.ctx.enqueue_settings(shard))
         scheduled = functools.partial(store.mark_in_state, work.job_nodes, "PENDING", self.now, "SCHEDULED")
