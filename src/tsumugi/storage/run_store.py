@@ -131,6 +131,7 @@ class RunStore:
     def __init__(self, sql: SqlExecutor) -> None:
         self.sql = sql
         self._live: LiveProgress | None = None
+        self._run: RunRow | None = None  # the run row as last read or written here; None: read it
 
     def live(self) -> LiveProgress:
         """The run's progress kept in memory (ADR-0115): read from storage once, then kept by every write.
@@ -143,12 +144,17 @@ class RunStore:
 
     def forget(self) -> None:
         self._live = None
+        self._run = None
 
     def run(self) -> RunRow | None:
-        rows = self.sql.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM run LIMIT 1")
-        return RunRow(*rows[0]) if rows else None  # type: ignore[arg-type]
+        """The run row; kept between calls, since only this store writes it (a tick reads it often)."""
+        if self._run is None:
+            rows = self.sql.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM run LIMIT 1")
+            self._run = RunRow(*rows[0]) if rows else None  # type: ignore[arg-type]
+        return self._run
 
     def insert_run(self, values: Mapping[str, SqlValue]) -> None:
+        self._run = None
         names = list(values)
         self.sql.execute(
             f"INSERT INTO run ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
@@ -157,6 +163,7 @@ class RunStore:
 
     def update_run(self, now_ms: int, **values: SqlValue) -> None:
         """Set columns of the run row and touch ``updated_at``."""
+        self._run = None
         values["updated_at"] = now_ms
         assignments = ", ".join(f"{name} = ?" for name in values)
         self.sql.execute(f"UPDATE run SET {assignments}", list(values.values()))
@@ -347,3 +354,4 @@ class RunStore:
         for table in ("node", "run_outbox", "run_event", "run"):
             self.sql.execute(f"DELETE FROM {table}")
         self._live = None
+        self._run = None
