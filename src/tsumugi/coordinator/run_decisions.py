@@ -122,7 +122,8 @@ class DecisionApplier:
         self.store_job_ids()
 
     def store_job_ids(self) -> None:
-        """Store the job ids reserved and not stored yet (F-41: before the enqueue)."""
+        """Store the job ids reserved and not stored yet: they must be on disk before the enqueue."""
+        # F-41
         work = self.work
         if work.job_ids:
             self.store.set_job_ids(work.job_ids, self.now_ms)
