@@ -132,6 +132,9 @@ def test_reload_restarts_on_a_change_and_log_level_debug_shows_debug_lines(tmp_p
     assert output.count("tsumugi dev: app.py on http://") == 2 and output.count("tsumugi dev: stopped") == 2
     assert f"DEBUG operator_app: Ok performed {job_id}" in output  # --log-level reached the child
     with socket.socket() as probe:  # the child is gone with its parent: the port is free again
+        # SO_REUSEADDR lets the bind pass over connections the server closed (TIME_WAIT) while
+        # still refusing a port that something listens on
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         probe.bind(("127.0.0.1", server.port))
 
 
