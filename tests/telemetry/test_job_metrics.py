@@ -63,3 +63,19 @@ async def test_an_operators_retry_is_a_state_change_but_not_a_retry(otel: Otel, 
     assert otel.total("tsumugi.job.state_changes", binding="Work", job_state="SCHEDULED") == 2
     assert otel.total("tsumugi.job.state_changes", binding="Work", job_state="FAILED") == 2
     assert otel.total("tsumugi.job.retries") == 0
+
+
+async def test_every_job_of_a_batch_counts_its_completion_and_its_failure(otel: Otel, local: Local) -> None:
+    # ADR-0143: reports applied together (one consumer batch) count each job as one applied alone does
+    succeeding = await local.app.enqueue_many(
+        local.env, [{"binding": "Other", "payload": {}} for _ in range(20)]
+    )
+    failing = await local.app.enqueue_many(
+        local.env, [{"binding": "Other", "payload": {"fail_until": 2}, "maxAttempts": 1} for _ in range(5)]
+    )
+    for job_id in succeeding:
+        await local.settled(job_id, "COMPLETED")
+    for job_id in failing:
+        await local.settled(job_id, "FAILED")
+    assert otel.total("tsumugi.job.state_changes", binding="Other", job_state="COMPLETED") == 20
+    assert otel.total("tsumugi.job.state_changes", binding="Other", job_state="FAILED") == 5

@@ -196,7 +196,7 @@ def apply_reports(
 
 
 def _settle(ctx: ShardContext, settled: list[tuple[JobRow, ReportEffect]], now_ms: int) -> None:
-    """Write finished reports together: the transitions, their marks and their terminal events.
+    """Write finished reports together: the transitions, their marks, their terminal events and counts.
 
     ``settled`` pairs each job's row, read in this transaction, with what its report does. Every one of
     them moves (``settle_many`` checks it), and its row is then changed in place to what the statement
@@ -223,6 +223,12 @@ def _settle(ctx: ShardContext, settled: list[tuple[JobRow, ReportEffect]], now_m
     ctx.events.add_run_events(run_events)
     if jobs_log.isEnabledFor(logging.INFO):  # ADR-0145: one level check for the batch
         lifecycle_log.settled(changed, now_ms, errors)
+    if telemetry.active is not None:  # ADR-0143: each job counts, as one settled alone does
+        moved: dict[str, int] = {}
+        for job in changed:
+            moved[job["state"]] = moved.get(job["state"], 0) + 1
+        for state, count in moved.items():
+            telemetry.active.jobs_moved(ctx.binding, state, count)
 
 
 def apply_report(
