@@ -19,7 +19,7 @@ import os
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Final, Protocol
 
 from tsumugi.api.env_bindings import EXPLAIN_CLOSED_BINDING, RUNTIME_GAUGES_BINDING
 from tsumugi.clock import Clock, SystemClock
@@ -264,3 +264,23 @@ def _freeze_startup_objects() -> None:
     """
     if gc.get_freeze_count() == 0:  # a later runtime, or a process that froze its own, freezes nothing more
         gc.freeze()
+    _raise_first_threshold()
+
+
+# The first thresholds CPython's collector starts with (3.11 and 3.12: 700; 3.13: 2,000), and the one the
+# runtime sets instead (ADR-0180).
+DEFAULT_FIRST_THRESHOLDS: Final = frozenset({700, 2_000})
+FIRST_THRESHOLD: Final = 10_000
+
+
+def _raise_first_threshold() -> None:
+    """Collect the youngest objects after 10,000 more allocations than frees, not CPython's 700 or 2,000.
+
+    A batch of jobs allocates its rows, messages and futures together and frees them together; at the
+    default, the collector walks them every few hundred jobs and moves the survivors into the older
+    generations, which then walk them again (ADR-0180). A process whose thresholds are not CPython's
+    defaults set its own, and keeps them.
+    """
+    first, second, third = gc.get_threshold()
+    if first in DEFAULT_FIRST_THRESHOLDS and (second, third) == (10, 10):
+        gc.set_threshold(FIRST_THRESHOLD, second, third)
