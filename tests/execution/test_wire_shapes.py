@@ -38,6 +38,9 @@ _ROW: dict[str, Any] = {
     "expires_at": None,
     "traceparent": None,
     "cancel_requested_at": None,
+    "run_id": None,
+    "node_id": None,
+    "backoff": "{}",
 }
 
 

@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import ClassVar, Final, TypeVar
 
 from tsumugi.clock import Clock
+from tsumugi.coordinator.first_attempts import FirstAttempts
 from tsumugi.coordinator.shard_ports import MetricsWriter, ShardProjection
 from tsumugi.core import wire_format
 from tsumugi.core.json_types import JsonMapping
@@ -145,6 +146,8 @@ class ShardContext(CoordinatorContext):
         self.projection = projection
         self.projecting: asyncio.Task[None] | None = None  # applies the projections made beside
         self.project_again = False  # a tick came while one ran: it may have read before that tick's changes
+        # ADR-0181: what the shard dispatched, for reports that come in batches (the local runtime's)
+        self.first_attempts: FirstAttempts | None = None
         ensure_shard_schema(sql)
         self.jobs = JobStore(sql)
         self.lanes = LaneQueries(sql)

@@ -28,6 +28,7 @@ from tsumugi.coordinator.enqueue_wire import (
     payload_text,
     text,
 )
+from tsumugi.coordinator.first_attempts import FirstAttempts
 from tsumugi.coordinator.job_transitions import apply_report, apply_reports
 from tsumugi.coordinator.shard_controls import ShardControls
 from tsumugi.coordinator.shard_ports import MetricsWriter, ShardProjection
@@ -145,6 +146,8 @@ class JobShard(ShardControls):
     # ------------------------------------------------------------------ consumer calls
     async def report(self, job_id: str, outcome: Mapping[str, object]) -> None:
         now = self.ctx.clock.now()
+        if self.ctx.first_attempts is not None:  # ADR-0181: read back here; forgotten
+            self.ctx.first_attempts.take(job_id)
         decoded = outcome_from_wire(outcome)  # the wire dict, read once (ADR-0046)
         arm_at = self.ctx.transaction(lambda: apply_report(self.ctx, job_id, decoded, now))
         if arm_at is not None:
@@ -158,7 +161,8 @@ class JobShard(ShardControls):
         """
         ctx = self.ctx
         now = ctx.clock.now()
-
+        if ctx.first_attempts is None:  # ADR-0181: reports come in batches here; remember dispatches
+            ctx.first_attempts = FirstAttempts()
         arm_at = ctx.transaction(lambda: apply_reports(ctx, reports, now))
         if arm_at is not None:
             await ctx.arm(arm_at)

@@ -84,6 +84,11 @@ _SETTLE_ALIKE_SQL: Final = (
     f"UPDATE job SET state = ?, attempts = ?, result = ?, {_SETTLED} "
     "WHERE +state IN ({states}) AND id IN ({ids})"
 )
+# First attempts that finished with nothing to keep, by id: only those still in flight on that attempt.
+_COMPLETE_FIRST_SQL: Final = (
+    f"UPDATE job SET state = 'COMPLETED', attempts = 1, result = NULL, {_SETTLED} "
+    "WHERE +state IN ({states}) AND attempts = 0 AND id IN ({ids})"
+)
 MARK: Final = "INSERT OR IGNORE INTO outbox (job_id) VALUES (?)"
 # A change to a job still waiting for its first projection needs no mark: that projection reads the row.
 _MARK_UNLESS_FRESH: Final = (
@@ -307,6 +312,18 @@ class JobStore:
             self._check_changed(len(rows), "their end")
             changed.update(row.job_id for row in rows)
         return changed
+
+    def complete_first_attempts(self, job_ids: list[str], from_states: Sequence[str], now_ms: int) -> None:
+        """Finish ``job_ids`` as ``settle_many`` finishes a first attempt that returned nothing: each must
+        still be in one of ``from_states`` on its first attempt, or this raises and the transaction is
+        rolled back (ADR-0181)."""
+        shared: tuple[SqlValue, ...] = (now_ms, now_ms, seq_floor(now_ms), *from_states)
+        states = ", ".join("?" * len(from_states))
+        for part in chunks(job_ids, MAX_BOUND_PARAMS - len(shared)):
+            self.sql.execute(
+                _COMPLETE_FIRST_SQL.format(states=states, ids=", ".join("?" * len(part))), (*shared, *part)
+            )
+            self._check_changed(len(part), "COMPLETED")
 
     def delete_many(self, job_ids: list[str]) -> None:
         """The sweep's delete: the jobs' attempt rows first, then the jobs."""

@@ -57,6 +57,10 @@ class DispatchRow(NamedTuple):
     expires_at: int | None
     traceparent: str | None
     cancel_requested_at: int | None
+    # What a report of the attempt reads and the flight never changes (ADR-0181).
+    run_id: str | None
+    node_id: str | None
+    backoff: str  # its JSON text
 
 
 DISPATCH_SELECT: Final = ", ".join(DispatchRow._fields)

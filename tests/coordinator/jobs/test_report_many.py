@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from tests.coordinator.jobs.conftest import START, Harness
 
 from tsumugi.clock import FixedClock
 from tsumugi.coordinator.job_shard import JobShard
 from tsumugi.runtimes.local.sqlite_executor import SqliteExecutor
+from tsumugi.storage.event_outbox import EventOutbox
 from tsumugi.testing.counting_executor import CountingExecutor
-from tsumugi.testing.fakes import FakeAlarm, FakeQueue
+from tsumugi.testing.fakes import FakeAlarm, FakeQueue, current_snapshot
 
 
 def ok(attempt: int = 1) -> dict[str, Any]:
@@ -89,3 +91,56 @@ async def test_the_same_given_id_twice_in_one_batch_is_one_job(h: Harness) -> No
     assert await h.shard.enqueue_many(items) == ["MAIL#0:node1", "MAIL#0:node1"]
     await h.tick()
     assert h.snap("MAIL#0:node1")["payload"] == "1"
+
+
+def _job_reads(executor: CountingExecutor) -> int:
+    """Rows read so far by statements that read job rows by id (a report's read of its jobs)."""
+    return sum(
+        stats.rows_returned
+        for sql, stats in executor.stats.items()
+        if sql.startswith("SELECT") and "FROM job WHERE id IN" in sql
+    )
+
+
+async def test_first_attempts_the_shard_dispatched_complete_without_reading_their_rows() -> None:
+    # ADR-0181 (J-115, F-45): what a first attempt's success needs of its job was remembered at dispatch
+    executor = CountingExecutor(SqliteExecutor())
+    clock = FixedClock(START)
+    queue = FakeQueue()
+    shard = JobShard("NOOP#0", executor, clock=clock, alarm=FakeAlarm(), queue=queue)
+    await shard.report_many([])  # the local runtime's batching: the shard remembers what it dispatches
+    plain = await shard.enqueue_many([{"binding": "NOOP", "payload": n} for n in range(3)])
+    [node] = await shard.enqueue_many(
+        [{"binding": "NOOP", "payload": 9, "runId": "FLOW:r1", "nodeId": "step", "maxAttempts": 4}]
+    )
+    clock.set(START + 10)
+    await shard.alarm()
+    assert len(queue.take()) == 4
+    clock.set(START + 25)
+    reads = _job_reads(executor)
+    await shard.report_many([(job_id, ok()) for job_id in [*plain, node]])
+    assert _job_reads(executor) == reads
+    assert [await shard.state_of(job_id) for job_id in [*plain, node]] == ["COMPLETED"] * 4
+    snapshot = current_snapshot(shard, node)
+    assert (snapshot["attempts"], snapshot["max_attempts"], snapshot["result"]) == (1, 4, None)
+    [(_, run_id, event)] = EventOutbox(executor).run_events(10)  # what the run will be told (F-45)
+    assert run_id == "FLOW:r1"
+    assert event == {"nodeId": "step", "jobId": node, "state": "COMPLETED", "result": None, "error": None}
+
+
+async def test_a_remembered_job_no_longer_on_its_first_attempt_refuses_the_batch(h: Harness) -> None:
+    # ADR-0181, ADR-0106: a batch with a stale first-attempt report applies nothing; one by one, the
+    # stale report is ignored (J-115) and the others apply
+    await h.shard.report_many([])
+    silent = await h.enqueue(maxAttempts=3, timeoutMs=1_000)
+    done = await h.enqueue(maxAttempts=3, timeoutMs=3_600_000)
+    assert len(await h.tick()) == 2
+    await h.tick_at(START + 900_000)  # attempt 1 of ``silent`` went silent: reaped, it waits for attempt 2
+    assert h.snap(silent)["state"] == "SCHEDULED" and h.snap(silent)["attempts"] == 1
+    late = [(silent, ok()), (done, ok())]  # attempt 1's success arrives after all
+    with pytest.raises(RuntimeError):
+        await h.shard.report_many(late)
+    assert await h.state(done) == "QUEUED"  # nothing of the batch was applied
+    for job_id, outcome in late:
+        await h.shard.report(job_id, outcome)
+    assert (await h.state(silent), await h.state(done)) == ("SCHEDULED", "COMPLETED")
