@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, cast
 
 from tsumugi.core import wire_format
 from tsumugi.core.flow.advance import NodeView
@@ -131,6 +131,9 @@ class RunStore:
     def __init__(self, sql: SqlExecutor) -> None:
         self.sql = sql
         self._live: LiveProgress | None = None
+        # Each node's latest job id, kept with ``_live`` (and dropped with it): what an event is checked
+        # against (F-45) without reading the rows.
+        self._job_ids: dict[str, str | None] = {}
         self._run: RunRow | None = None  # the run row as last read or written here; None: read it
 
     def live(self) -> LiveProgress:
@@ -139,11 +142,14 @@ class RunStore:
         Storage stays the truth: ``forget`` drops it after a rolled-back or failed write.
         """
         if self._live is None:
-            self._live = live_progress_of((n.seq, node_view(n)) for n in self.nodes())
+            nodes = self.nodes()
+            self._job_ids = {n.id: n.job_id for n in nodes}
+            self._live = live_progress_of((n.seq, node_view(n)) for n in nodes)
         return self._live
 
     def forget(self) -> None:
         self._live = None
+        self._job_ids = {}
         self._run = None
 
     def run(self) -> RunRow | None:
@@ -198,7 +204,20 @@ class RunStore:
         return sorted(rows, key=lambda n: (n.seq, n.id))
 
     def job_states(self, node_ids: Collection[str]) -> dict[str, NodeJobState]:
-        """The state and job of each named node there is, by id: what a job's event is checked against."""
+        """The state and job of each named node there is, by id: what a job's event is checked against.
+
+        Answered from memory while the run's progress is kept there, which every write keeps with it.
+        """
+        live = self._live
+        if live is not None:
+            job_ids, by_id = self._job_ids, live.by_id
+            return {
+                node_id: NodeJobState(
+                    node_id, cast("NodeStateName", by_id[node_id].state), job_ids.get(node_id)
+                )
+                for node_id in node_ids
+                if node_id in by_id
+            }
         wanted = list(node_ids)
         found: dict[str, NodeJobState] = {}
         for start in range(0, len(wanted), MAX_BOUND):
@@ -236,8 +255,10 @@ class RunStore:
             batch.append(values)
         if batch:
             self._insert_batch(names, batch)
-        for values in fresh.values():
+        for node_id, values in fresh.items():
             live.add(int(values["seq"] or 0), _inserted_view(values))
+            job_id = values.get("job_id")
+            self._job_ids[node_id] = None if job_id is None else str(job_id)
         return list(fresh)
 
     def insert_children(
@@ -260,6 +281,7 @@ class RunStore:
             (at, NodeView(child.id, "PENDING", parent=parent, origin=origin)) for at, child in fresh.values()
         )
         live.add_children(parent, pending)
+        self._job_ids.update(dict.fromkeys(fresh))
         return list(fresh)
 
     def _insert_batch(self, names: tuple[str, ...], batch: list[Mapping[str, SqlValue]]) -> None:
@@ -276,6 +298,9 @@ class RunStore:
         self.sql.execute(f"UPDATE node SET {assignments} WHERE id = ?", [*values.values(), node_id])
         if self._live is not None and "state" in values:
             self._live.set_state(node_id, str(values["state"]))
+        if self._live is not None and "job_id" in values:
+            job_id = values["job_id"]
+            self._job_ids[node_id] = None if job_id is None else str(job_id)
 
     def settle_nodes(self, settled: Sequence[tuple[str, str, SqlValue, SqlValue]], now_ms: int) -> None:
         """``update_node(id, state=, result=, error=)`` for many nodes: one statement per chunk (ADR-0136)."""
@@ -287,6 +312,8 @@ class RunStore:
         """Store each node's reserved job id, many nodes per statement."""
         # F-41
         self._update_by_id("job_id = v.column2", list(job_ids.items()), now_ms)
+        if self._live is not None:
+            self._job_ids.update(job_ids)
 
     def _update_by_id(self, assignments: str, rows: Sequence[Sequence[SqlValue]], now_ms: int) -> None:
         """Set ``assignments`` (over ``v.column2`` on) and ``updated_at`` on each node of ``rows``, whose
@@ -354,4 +381,5 @@ class RunStore:
         for table in ("node", "run_outbox", "run_event", "run"):
             self.sql.execute(f"DELETE FROM {table}")
         self._live = None
+        self._job_ids = {}
         self._run = None
