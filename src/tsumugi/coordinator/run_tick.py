@@ -33,7 +33,7 @@ class RunTick:
         self.now = now_ms
 
     def decisions(
-        self, limit: int, handled: set[tuple[str, str]] | None = None
+        self, limit: int, handled: set[tuple[DecisionType, str]] | None = None
     ) -> tuple[RunRow, list[Decision]]:
         """The run row and the first ``limit`` decisions of ``advance`` not yet ``handled`` (ADR-0115)."""
         run = self.ctx.store.run()
@@ -42,7 +42,7 @@ class RunTick:
         return run, self.ctx.store.live().decisions(
             halting=bool(run.cancelling or run.expired),
             limit=limit,
-            skip=lambda d: (d.type.value, d.id) in done,
+            skip=lambda d: d[:2] in done,  # its type and node: a tuple made in C
         )
 
     async def run(self) -> None:
@@ -53,7 +53,7 @@ class RunTick:
         work = TickWork()
         flow = self.ctx.flows.get(loaded.flow)
         deferred = False
-        handled: set[tuple[str, str]] = set()
+        handled: set[tuple[DecisionType, str]] = set()
         if flow is None:
             self._flow_gone(loaded, work)
         else:
@@ -122,7 +122,7 @@ class RunTick:
             if due:
                 self.ctx.transaction(functools.partial(wake_due, self.ctx.store, due, self.now, work.touched))
 
-    async def _decide(self, applier: DecisionApplier, handled: set[tuple[str, str]]) -> bool:
+    async def _decide(self, applier: DecisionApplier, handled: set[tuple[DecisionType, str]]) -> bool:
         """Decide what every node does next; True when some decisions wait for the next tick."""
         # F-35 step 3
         applied = 0
@@ -132,7 +132,7 @@ class RunTick:
             if not fresh:
                 return False
             batch = fresh[: MAX_DECISIONS - applied]
-            handled.update((decision.type.value, decision.id) for decision in batch)
+            handled.update(decision[:2] for decision in batch)
             applied += len(batch)
             if any(d.type is DecisionType.CANCEL for d in batch):
                 # Only a cancellation awaits another coordinator mid-round, letting events change nodes:
