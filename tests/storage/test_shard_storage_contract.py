@@ -215,6 +215,25 @@ def test_dirty_mark_survives_a_change_after_projection_read(sql: SqlExecutor) ->
     assert dirty_ids(sql) == ["B#0:b"] and outbox.fresh_ids(NOW + 1, 10) == {}
 
 
+def test_a_job_projected_finished_is_unmarked_by_its_id_alone(sql: SqlExecutor) -> None:
+    # ADR-0182: nothing leaves COMPLETED or CANCELLED, and the sweep passes over marked jobs (J-170),
+    # so those are unmarked without their version; a job projected in any other state needs it
+    store, outbox = JobStore(sql), ProjectionOutbox(sql)
+    for job_id in ("B#0:done", "B#0:failed"):
+        insert(store, job(job_id))
+        store.update(job_id, ("SCHEDULED",), NOW + 1, {"state": "QUEUED", "ready": 0, "lane_at": NOW})
+    outbox.clear_projected(
+        versions(store.get_many(["B#0:done", "B#0:failed"])), outbox.fresh_ids(NOW + 1, 10)
+    )
+    for job_id, state in (("B#0:done", "COMPLETED"), ("B#0:failed", "FAILED")):
+        store.update(job_id, ("QUEUED",), NOW + 2, {"state": state, "ready": 0, "lane_at": NOW + 2})
+    assert dirty_ids(sql) == ["B#0:done", "B#0:failed"]
+    assert outbox.collect(10, NOW + 3).projected().final == {"B#0:done"}
+    projected = {job_id: (0, NOW) for job_id in ("B#0:done", "B#0:failed")}  # versions the rows never had
+    outbox.clear_projected(projected, {}, frozenset({"B#0:done"}))
+    assert dirty_ids(sql) == ["B#0:failed"]
+
+
 def test_ready_merge_orders_all_ready_jobs_by_aged_priority(sql: SqlExecutor) -> None:
     # J-142, J-150a, ADR-0043: k-way merge over per-priority streams
     store, lanes = JobStore(sql), LaneQueries(sql)

@@ -34,7 +34,7 @@ async def project(ctx: ShardContext, now_ms: int) -> tuple[bool, int | None]:
             await ctx.read_model.upsert_jobs(projected)
         done = batch.projected()
         # A job changed during the await keeps its mark: its version moved on (ADR-0042).
-        ctx.transaction(lambda: ctx.outbox.clear_projected(done.versions, done.fresh))
+        ctx.transaction(lambda: ctx.outbox.clear_projected(done.versions, done.fresh, done.final))
         await _write_metrics(ctx, projected)  # J-194: after the cursor moved; at-most-once
     return (True, None) if batch.more else (False, _next_due(ctx))
 
@@ -73,7 +73,8 @@ async def _collect_beside(
         while True:
             done = await started
             if done.versions:
-                ctx.transaction(functools.partial(ctx.outbox.clear_projected, done.versions, done.fresh))
+                clear = functools.partial(ctx.outbox.clear_projected, done.versions, done.fresh, done.final)
+                ctx.transaction(clear)
                 projection.write_points()  # J-194: after the cursor moved; at-most-once
                 cleared = True
             if not (done.more or ctx.project_again):

@@ -10,10 +10,11 @@ the local runtime's writer process does, from the shard's file (ADR-0171).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Final, NamedTuple, TypeAlias, TypedDict
 
 from tsumugi.core import wire_format
-from tsumugi.core.states import TERMINAL_STATES
+from tsumugi.core.states import RETRYABLE_STATES, TERMINAL_STATES
 from tsumugi.ports import Row, SqlExecutor, SqlValue
 from tsumugi.storage.read_model_schema import JOB_COLUMNS
 from tsumugi.storage.read_model_writer import ScalarSnapshot
@@ -74,6 +75,8 @@ def attempts_log_text(attempts_log: list[AttemptEntry]) -> str | None:
 
 
 Projected: TypeAlias = Mapping[str, "tuple[SqlValue, SqlValue] | None"]
+# States no transition leaves: only a retry leaves a terminal state, and only FAILED or STALLED (J-132).
+FINAL_STATES: Final = TERMINAL_STATES - RETRYABLE_STATES
 
 
 class ProjectedJobs(NamedTuple):
@@ -83,6 +86,7 @@ class ProjectedJobs(NamedTuple):
     versions: Projected
     fresh: Mapping[str, int]
     more: bool
+    final: frozenset[str] = frozenset()  # the jobs projected COMPLETED or CANCELLED (ADR-0182)
 
 
 class ProjectionBatch(NamedTuple):
@@ -100,7 +104,10 @@ class ProjectionBatch(NamedTuple):
     def projected(self) -> ProjectedJobs:
         """What ``clear_projected`` checks: each job's projected ``(version, created_at)``, None if gone."""
         versions = {i: None if s is None else (s["seq"], s["created_at"]) for i, s in self.snapshots.items()}
-        return ProjectedJobs(versions, self.fresh, self.more)
+        final = frozenset(
+            i for i, s in self.snapshots.items() if s is not None and s["state"] in FINAL_STATES
+        )
+        return ProjectedJobs(versions, self.fresh, self.more, final)
 
 
 class ProjectionOutbox:
@@ -212,12 +219,15 @@ class ProjectionOutbox:
         rows = self.sql.execute("SELECT created_at FROM fresh ORDER BY created_at LIMIT 1")
         return integer(rows[0][0]) if rows else None
 
-    def clear_projected(self, projected: Projected, fresh_created: Mapping[str, int]) -> None:
+    def clear_projected(
+        self, projected: Projected, fresh_created: Mapping[str, int], final: AbstractSet[str] = frozenset()
+    ) -> None:
         """Unmark projected jobs unless they changed again since (their version moved on).
 
         ``projected`` maps each id to the ``(version, created_at)`` that was projected, None for a job
         that is gone; ``fresh_created`` gives the creation time of the ids that wait in ``fresh`` (a gone
-        job has no row): only those are looked for there.
+        job has no row): only those are looked for there. A job in ``final`` was projected in a state
+        nothing leaves (COMPLETED or CANCELLED) and is unmarked without reading its version (ADR-0182).
         """
         gone = [job_id for job_id, kept in projected.items() if kept is None]
         if gone:
@@ -230,7 +240,17 @@ class ProjectionOutbox:
                 "AND NOT EXISTS (SELECT 1 FROM job WHERE id = ?)",
                 [(fresh_created[job_id], job_id, job_id) for job_id in gone if job_id in fresh_created],
             )
-        kept = [(job_id, kept) for job_id, kept in projected.items() if kept is not None]
+        done = [job_id for job_id, kept in projected.items() if kept is not None and job_id in final]
+        for part in chunks(done):
+            # A finished job is never changed again while it is marked: no transition leaves COMPLETED or
+            # CANCELLED, and the sweep passes over marked jobs (J-170).
+            self.sql.execute(f"DELETE FROM outbox WHERE job_id IN ({', '.join('?' * len(part))})", part)
+        finished_fresh = [(fresh_created[i], i) for i in done if i in fresh_created]
+        if finished_fresh:
+            self.sql.execute_many("DELETE FROM fresh WHERE created_at = ? AND job_id = ?", finished_fresh)
+        kept = [
+            (job_id, kept) for job_id, kept in projected.items() if kept is not None and job_id not in final
+        ]
         if kept:
             self.sql.execute_many(_CLEAR_OUTBOX, [(i, i, version) for i, (version, _) in kept])
             fresh = [(created_at, i, i, version) for i, (version, created_at) in kept if i in fresh_created]
