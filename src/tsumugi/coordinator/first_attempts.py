@@ -37,9 +37,6 @@ class FirstAttempts:
     def __init__(self) -> None:
         self._jobs: dict[str, Dispatched] = {}
 
-    def __len__(self) -> int:
-        return len(self._jobs)
-
     def dispatched(self, jobs: list[DispatchRow], now_ms: int) -> None:
         """Remember those of ``jobs`` on their first attempt, dispatched at ``now_ms``: each was
         SCHEDULED and is QUEUED now."""

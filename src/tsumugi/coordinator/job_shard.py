@@ -29,7 +29,8 @@ from tsumugi.coordinator.enqueue_wire import (
     text,
 )
 from tsumugi.coordinator.first_attempts import FirstAttempts
-from tsumugi.coordinator.job_transitions import apply_report, apply_reports
+from tsumugi.coordinator.job_transitions import apply_report
+from tsumugi.coordinator.report_batches import apply_reports
 from tsumugi.coordinator.shard_controls import ShardControls
 from tsumugi.coordinator.shard_ports import MetricsWriter, ShardProjection
 from tsumugi.coordinator.shard_tick import plan_tick

@@ -11,6 +11,7 @@ from tsumugi.core.flow.advance import NodeView
 from tsumugi.core.flow.live_progress import LiveProgress, live_progress_of
 from tsumugi.core.states import COUNTED_FAILED_NODE_STATES, TERMINAL_NODE_STATES, NodeStateName, RunStateName
 from tsumugi.ports import SqlExecutor, SqlValue
+from tsumugi.storage.sql_values import optional_text
 
 # F-26: the states the node_done and node_failed counters count, as bound parameters
 DONE_STATES: Final[tuple[NodeStateName, ...]] = tuple(sorted(TERMINAL_NODE_STATES))
@@ -257,8 +258,7 @@ class RunStore:
             self._insert_batch(names, batch)
         for node_id, values in fresh.items():
             live.add(int(values["seq"] or 0), _inserted_view(values))
-            job_id = values.get("job_id")
-            self._job_ids[node_id] = None if job_id is None else str(job_id)
+            self._job_ids[node_id] = optional_text(values.get("job_id"))
         return list(fresh)
 
     def insert_children(
@@ -299,8 +299,7 @@ class RunStore:
         if self._live is not None and "state" in values:
             self._live.set_state(node_id, str(values["state"]))
         if self._live is not None and "job_id" in values:
-            job_id = values["job_id"]
-            self._job_ids[node_id] = None if job_id is None else str(job_id)
+            self._job_ids[node_id] = optional_text(values["job_id"])
 
     def settle_nodes(self, settled: Sequence[tuple[str, str, SqlValue, SqlValue]], now_ms: int) -> None:
         """``update_node(id, state=, result=, error=)`` for many nodes: one statement per chunk (ADR-0136)."""
