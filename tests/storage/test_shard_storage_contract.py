@@ -199,6 +199,25 @@ def test_new_jobs_wait_in_fresh_and_a_finished_one_is_marked_at_once(sql: SqlExe
     assert dirty_ids(sql) == ["B#0:a"] and lookups.count_dirty() == 2
 
 
+def test_a_batch_move_marks_every_job_once_none_waits_for_its_first_projection(sql: SqlExecutor) -> None:
+    # J-190, ADR-0119, ADR-0183: while some job is fresh, a batch leaves the fresh ones to their first
+    # projection; once none is, every moved job is marked
+    store, outbox = JobStore(sql), ProjectionOutbox(sql)
+    assignments = {"state": "QUEUED", "ready": 0, "lane_at": NOW}
+    for job_id in ("B#0:a", "B#0:b", "B#0:c"):
+        insert(store, job(job_id))
+    first = outbox.fresh_ids(NOW + 1, 1)  # the first job had its first projection
+    outbox.clear_projected(versions(store.get_many(list(first))), first)
+    assert outbox.fresh_ids(NOW + 1, 10) == {"B#0:b": NOW, "B#0:c": NOW}
+    sql.transaction(lambda: store.update_many(["B#0:a", "B#0:b"], ("SCHEDULED",), NOW + 1, assignments))
+    assert dirty_ids(sql) == ["B#0:a"]
+    rest = outbox.fresh_ids(NOW + 1, 10)
+    outbox.clear_projected(versions(store.get_many(list(rest))), rest)
+    assert outbox.fresh_ids(NOW + 1, 10) == {} and dirty_ids(sql) == ["B#0:a"]
+    sql.transaction(lambda: store.update_many(["B#0:c"], ("SCHEDULED",), NOW + 2, assignments))
+    assert dirty_ids(sql) == ["B#0:a", "B#0:c"]
+
+
 def test_dirty_mark_survives_a_change_after_projection_read(sql: SqlExecutor) -> None:
     # ADR-0042: a job that changed after its snapshot was taken stays dirty; the rest are cleared
     store, outbox = JobStore(sql), ProjectionOutbox(sql)

@@ -96,6 +96,8 @@ _MARK_UNLESS_FRESH: Final = (
     "WHERE NOT EXISTS (SELECT 1 FROM fresh WHERE created_at = ? AND job_id = ?)"
 )
 
+_ANY_FRESH: Final = "SELECT EXISTS (SELECT 1 FROM fresh)"
+
 
 def _assignments(
     now_ms: int, assignments: Mapping[str, SqlValue | RowExpression], transition: bool
@@ -350,6 +352,10 @@ class JobStore:
         )
 
     def _mark_ids(self, finished: list[str], unfinished: list[str]) -> None:
+        if unfinished and not self.sql.execute(_ANY_FRESH)[0][0]:
+            # Nothing waits for a first projection, so no job is left to it: each is marked by its id alone,
+            # without a read of its row and of ``fresh`` (ADR-0183).
+            finished, unfinished = [*finished, *unfinished], []
         for part in chunks(finished):
             values = ", ".join(["(?)"] * len(part))
             self.sql.execute(f"INSERT OR IGNORE INTO outbox (job_id) VALUES {values}", part)
