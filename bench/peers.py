@@ -19,7 +19,9 @@ latency of one job on an idle runtime (enqueue to COMPLETED in the shard), p50 a
 
 The Tsumugi worker imports what a worker runs and no more: this script's own tools (argparse,
 statistics, tempfile, compileall: about 10 ms) are imported where the parent uses them, so their start-up
-is not charged to the drain. Huey's consumer is its own command line, and pays its own start-up.
+is not charged to the drain. The worker imports this script as a module, from bytecode compiled before
+the trials, as an app's worker imports its modules (run as a script, it was compiled afresh each time).
+Huey's consumer is its own command line, and pays its own start-up.
 
 Usage: ``.venv/bin/python bench/peers.py [--jobs 20000] [--trials 3] [--latency-jobs 200]``
 (Huey comes from the ``bench`` extra: ``pip install -e .[bench]``). Nothing here asserts a figure.
@@ -211,6 +213,7 @@ def compile_package() -> None:
     import compileall  # the parent's tool only
 
     compileall.compile_dir(Path(tsumugi.__file__).parent, quiet=1)
+    compileall.compile_file(__file__, quiet=1)  # the worker imports this module (``WORKER``)
 
 
 def tsumugi_drain(jobs: int, policy: str, enqueue: bool = False) -> Drain:
@@ -220,8 +223,19 @@ def tsumugi_drain(jobs: int, policy: str, enqueue: bool = False) -> Drain:
         state, done = Path(tmp) / "state", Path(tmp) / "done"
         if not enqueue:
             asyncio.run(tsumugi_backlog(state, jobs, policy))
-        args = ["--worker", str(state), str(jobs), policy, str(done), "1" if enqueue else "0"]
-        return child_drain([sys.executable, __file__, *args], jobs, done)
+        args = [str(state), str(jobs), policy, str(done), "1" if enqueue else "0"]
+        return child_drain([sys.executable, "-c", WORKER, *args], jobs, done, cwd=str(Path(__file__).parent))
+
+
+# The worker imports this module, from its bytecode like any module of an app, rather than running it as a
+# script, which Python compiles afresh each time; and it reads its five arguments without argparse.
+WORKER: Final = "import sys, peers; peers.worker(sys.argv[1:])"
+
+
+def worker(argv: list[str]) -> None:
+    """The worker's entry: ``state jobs policy done enqueue``, as ``tsumugi_drain`` passes them."""
+    state, jobs, policy, done, enqueue = argv
+    asyncio.run(tsumugi_worker(Path(state), int(jobs), policy, Path(done), enqueue == "1"))
 
 
 # ------------------------------------------------------------------ Huey
@@ -313,9 +327,8 @@ def main() -> None:
     parser.add_argument("--latency-jobs", type=int, default=200)
     parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.worker:
-        state, jobs, policy, done, enqueue = args.worker
-        asyncio.run(tsumugi_worker(Path(state), int(jobs), policy, Path(done), enqueue == "1"))
+    if args.worker:  # how a worker started before ``WORKER``: ``bench/ab_drain.py`` runs older revisions
+        worker(args.worker)
         return
 
     compile_package()
@@ -329,7 +342,8 @@ def main() -> None:
         "huey": lambda: huey_drain(args.jobs, enqueue=True),
         "tsumugi default": lambda: tsumugi_drain(args.jobs, "default", enqueue=True),
     }
-    results = {name: [] for name in systems} | {f"{name}, enqueue while draining": [] for name in feeding}
+    names = [*systems, *(f"{name}, enqueue while draining" for name in feeding)]
+    results: dict[str, list[Drain]] = {name: [] for name in names}
     for trial in range(args.trials):
         for name, run in systems.items():
             results[name].append(run())
