@@ -227,9 +227,7 @@ def tsumugi_drain(jobs: int, policy: str, enqueue: bool = False) -> Drain:
         return child_drain([sys.executable, "-c", WORKER, *args], jobs, done, cwd=str(Path(__file__).parent))
 
 
-# The worker imports this module, from its bytecode like any module of an app, rather than running it as a
-# script, which Python compiles afresh each time; and it reads its five arguments without argparse.
-WORKER: Final = "import sys, peers; peers.worker(sys.argv[1:])"
+WORKER: Final = "import sys, peers; peers.worker(sys.argv[1:])"  # run from bench/: see the module docstring
 
 
 def worker(argv: list[str]) -> None:
